@@ -1,0 +1,1 @@
+"""attention-lab's instructor toolkit: check registry, probes, judges, runner, reports, CLI."""

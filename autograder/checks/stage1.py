@@ -1,0 +1,67 @@
+"""Stage 1 judges: attention without trainable weights."""
+from .. import book
+from ..judging import expect, expect_book, expect_close, expect_rows_sum_to_one, get
+from ..registry import NUMERIC, check
+
+
+def _book_and_extra(obs, golden, printed, what):
+    expect_book(get(obs, "book"), printed, what)
+    expect_close(get(obs, "extra"), golden["extra"], f"{what} on other inputs")
+
+
+@check("s1.scores_loop", stage=1, points=1, probe="s1.scores_loop", devices=NUMERIC,
+       title="attention_scores_loop gives the dot product with every token")
+def scores_loop(obs, golden):
+    _book_and_extra(obs, golden, book.ATTN_SCORES_2, "attention_scores_loop(inputs, inputs[1])")
+
+
+@check("s1.scores", stage=1, points=1, probe="s1.scores", devices=NUMERIC,
+       title="attention_scores (vectorised) gives the same scores")
+def scores(obs, golden):
+    _book_and_extra(obs, golden, book.ATTN_SCORES_2, "attention_scores(inputs, inputs[1])")
+
+
+@check("s1.normalize_by_sum", stage=1, points=1, probe="s1.normalize_by_sum", devices=NUMERIC,
+       title="normalize_by_sum divides by the sum")
+def normalize_by_sum(obs, golden):
+    _book_and_extra(obs, golden, book.WEIGHTS_2_BY_SUM, "normalize_by_sum(attn_scores_2)")
+
+
+@check("s1.softmax_naive", stage=1, points=1, probe="s1.softmax_naive", devices=NUMERIC,
+       title="softmax_naive follows the definition")
+def softmax_naive(obs, golden):
+    _book_and_extra(obs, golden, book.WEIGHTS_2_SOFTMAX, "softmax_naive(attn_scores_2)")
+
+
+@check("s1.softmax_stable", stage=1, points=2, probe="s1.softmax_stable", devices=NUMERIC,
+       title="softmax_stable is right and stays finite for large scores")
+def softmax_stable(obs, golden):
+    expect_book(get(obs, "book"), book.WEIGHTS_2_SOFTMAX, "softmax_stable(attn_scores_2)")
+    extra = get(obs, "extra")
+    expect_rows_sum_to_one(extra, "softmax_stable(x) for a 2-D x (softmax over the last dim)")
+    expect_close(extra, golden["extra"], "softmax_stable(x) for a 2-D x")
+    large = get(obs, "large")
+    expect(bool(large.isfinite().all()), "softmax_stable gives nan or inf for scores near 1000; "
+           "subtract the largest score of each row before exp")
+    expect_close(large, golden["large"], "softmax_stable(scores near ±1000)")
+
+
+@check("s1.context_vector", stage=1, points=1, probe="s1.context_vector", devices=NUMERIC,
+       title="context_vector weights the inputs")
+def context_vector(obs, golden):
+    _book_and_extra(obs, golden, book.CONTEXT_VEC_2, "context_vector(inputs, attn_weights_2)")
+
+
+@check("s1.attention_weights_all", stage=1, points=2, probe="s1.attention_weights_all", devices=NUMERIC,
+       title="attention_weights_all: every token against every token")
+def attention_weights_all(obs, golden):
+    weights = get(obs, "book")
+    expect(weights.dim() == 2, f"attention_weights_all(inputs) has shape {tuple(weights.shape)}, expected (6, 6)")
+    expect_rows_sum_to_one(weights, "your attention weights")
+    _book_and_extra(obs, golden, book.ATTN_WEIGHTS, "attention_weights_all(inputs)")
+
+
+@check("s1.context_vectors_all", stage=1, points=2, probe="s1.context_vectors_all", devices=NUMERIC,
+       title="context_vectors_all: all context vectors at once")
+def context_vectors_all(obs, golden):
+    _book_and_extra(obs, golden, book.ALL_CONTEXT_VECS, "context_vectors_all(inputs)")

@@ -1,0 +1,131 @@
+"""Stage 3 judges: causal masks, CausalAttention, dropout."""
+import torch
+
+from .. import book
+from ..feedback import describe_future
+from ..judging import (check_dropout, check_eval, check_gradients, check_leak, check_shapes, expect, expect_book,
+                       expect_close, expect_rows_sum_to_one, get)
+from ..probes.common import DROPOUT_P
+from ..probes.stage3 import SHAPE_CONFIGS, expected_shape
+from ..registry import MOVES, NUMERIC, Fail, check
+
+
+def _causal_weights(obs, golden, name):
+    weights = get(obs, "book")
+    expect(weights.shape == book.CAUSAL_WEIGHTS.shape,
+           f"{name}(attn_scores, 2) has shape {tuple(weights.shape)}, expected (6, 6)")
+    for w, what in ((weights, f"{name} on the book's scores"), (get(obs, "extra"), f"{name} on other scores")):
+        future = describe_future(w, what)
+        if future:
+            raise Fail(future)
+        expect_rows_sum_to_one(w, what)
+    expect_book(weights, book.CAUSAL_WEIGHTS, f"{name}(attn_scores, 2)")
+    expect_close(get(obs, "extra"), golden["extra"], f"{name} on other scores (d_k = 4)")
+
+
+@check("s3.mask_multiply", stage=3, points=2, probe="s3.mask_multiply", devices=NUMERIC,
+       title="causal weights by multiplying with a lower-triangular mask and renormalising")
+def mask_multiply(obs, golden):
+    _causal_weights(obs, golden, "causal_weights_by_multiplication")
+
+
+@check("s3.mask_fill", stage=3, points=2, probe="s3.mask_fill", devices=NUMERIC,
+       title="causal weights by filling the future with -inf before the softmax")
+def mask_fill(obs, golden):
+    _causal_weights(obs, golden, "causal_weights_by_fill")
+
+
+@check("s3.causal.seeded", stage=3, points=2, probe="s3.causal.seeded", devices=NUMERIC,
+       title="CausalAttention reproduces the book under torch.manual_seed(123)")
+def causal_seeded(obs, golden):
+    out = get(obs, "out")
+    expect(out.dim() == 3, f"CausalAttention(3, 2, 6, 0.0)(batch) has shape {tuple(out.shape)}, expected (2, 6, 2)")
+    for b in range(out.shape[0]):
+        expect_book(out[b], book.CAUSAL_ATTENTION, f"CausalAttention(3, 2, 6, 0.0)(batch)[{b}]")
+
+
+@check("s3.causal.known_weights", stage=3, points=3, probe="s3.causal.known_weights", devices=NUMERIC,
+       title="CausalAttention output with known weights (6 tokens in a context of 8, with and without bias)")
+def causal_known(obs, golden):
+    for key in ("no_bias", "bias"):
+        expect_close(get(obs, key), golden[key], f"CausalAttention output (qkv_bias={key == 'bias'})")
+
+
+@check("s3.causal.shapes", stage=3, points=2, probe="s3.causal.shapes", devices=NUMERIC,
+       title="CausalAttention shape contract: batches, short inputs, d_in != d_out, dtype, input untouched")
+def causal_shapes(obs, golden):
+    check_shapes(obs, SHAPE_CONFIGS, expected_shape)
+
+
+@check("s3.causal.no_leak", stage=3, points=3, probe="s3.causal.leak", devices=NUMERIC,
+       title="CausalAttention never lets a token see a later token")
+def causal_no_leak(obs, golden):
+    check_leak(obs, "CausalAttention")
+
+
+@check("s3.causal.mask_buffer", stage=3, points=1, probe="s3.causal.mask_buffer",
+       title="CausalAttention.mask is a registered buffer, nonzero exactly above the diagonal")
+def causal_mask_buffer(obs, golden):
+    result = get(obs)
+    expect(result["is_buffer"], "CausalAttention.mask is not a registered buffer; use self.register_buffer('mask', ...)")
+    expect(result["in_state_dict"], "CausalAttention.mask is not in the state_dict "
+           "(registered with persistent=False?); the mask must be saved with the model")
+    nonzero = result["nonzero"]
+    want = torch.triu(torch.ones(8, 8, dtype=torch.bool), diagonal=1)
+    expect(nonzero.shape == want.shape, f"mask has shape {tuple(nonzero.shape)}, expected (8, 8) for context_length 8")
+    if not torch.equal(nonzero, want):
+        i, j = (nonzero != want).nonzero()[0].tolist()
+        raise Fail(f"mask[{i}, {j}] is {'nonzero' if nonzero[i, j] else 'zero'}; the mask must be nonzero "
+                   "exactly above the diagonal (torch.triu(..., diagonal=1))")
+
+
+@check("s3.causal.dropout", stage=3, points=3, probe="s3.causal.dropout", devices=NUMERIC,
+       title=f"CausalAttention dropout (p={DROPOUT_P}) zeroes attention weights and scales the rest by 1/(1-p)")
+def causal_dropout(obs, golden):
+    check_dropout(get(obs, "out"), DROPOUT_P, "CausalAttention")
+
+
+@check("s3.causal.eval", stage=3, points=2, probe="s3.causal.eval", devices=NUMERIC,
+       title="CausalAttention in eval mode is deterministic and equals dropout=0")
+def causal_eval(obs, golden):
+    check_eval(obs, "CausalAttention")
+
+
+def check_device(obs, device, what):
+    rep = get(obs)
+    expect(rep["mask_is_buffer"], f"{what}.mask is not a registered buffer, so .to({device!r}) does not move it")
+    expect(rep["mask_device"] == device, f"after {what}.to({device!r}) the mask is on {rep['mask_device']}")
+    out = get(rep, "forward")
+    expect(out["device"] == device, f"{what} on {device} returned an output on {out['device']}")
+    expect(out.get("matches_cpu", True), f"{what} on {device} gives different numbers than on the CPU")
+
+
+@check("s3.causal.device", stage=3, points=2, probe="s3.causal.device", devices=MOVES,
+       title="CausalAttention moves to another device, mask included, and creates nothing on a fixed device")
+def causal_device(obs, golden, device):
+    check_device(obs, device, "CausalAttention")
+
+
+@check("s3.causal.gradients", stage=3, points=1, probe="s3.causal.gradients", devices=NUMERIC,
+       title="gradients reach every parameter of CausalAttention")
+def causal_gradients(obs, golden):
+    check_gradients(obs, "CausalAttention")
+
+
+def check_state_dict(obs, what, persists=True):
+    rep = get(obs)
+    if persists:
+        expect("mask" in rep["keys"], f"{what}.state_dict() has no 'mask' (keys: {', '.join(rep['keys'])})")
+        expect(rep["change_survived"], f"a changed {what}.mask did not survive saving and loading the state_dict")
+        expect(rep["outputs_match"], f"{what} gives different outputs after saving and loading its state_dict")
+    else:
+        expect("mask" not in rep["keys"], f"{what}.state_dict() contains 'mask'; this class must keep the mask "
+               "as a plain attribute, not a buffer")
+        expect(not rep["change_survived"], f"a changed {what}.mask survived saving and loading; a plain "
+               "attribute is not part of the state_dict")
+
+
+@check("s3.causal.state_dict", stage=3, points=1, probe="s3.causal.state_dict", devices=NUMERIC,
+       title="CausalAttention's mask is saved and loaded with the state_dict (across devices)")
+def causal_state_dict(obs, golden):
+    check_state_dict(obs, "CausalAttention")

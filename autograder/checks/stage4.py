@@ -1,0 +1,144 @@
+"""Stage 4 judges: multi-head attention."""
+from .. import book
+from ..judging import (check_dropout, check_eval, check_gradients, check_leak, check_shapes, expect, expect_book,
+                       expect_close, get)
+from ..probes.common import DROPOUT_P
+from ..probes.stage4 import MHA_SHAPES, WRAPPER_SHAPES
+from ..registry import MOVES, NUMERIC, check
+from .stage3 import check_device
+
+
+def _seeded(obs, printed, call):
+    out = get(obs, "out")
+    expect(out.dim() == 3 and out.shape[0] == 2,
+           f"{call} has shape {tuple(out.shape)}, expected (2, 6, {printed.shape[-1]})")
+    for b in range(2):
+        expect_book(out[b], printed, f"{call}[{b}]")
+
+
+@check("s4.wrapper.seeded", stage=4, points=2, probe="s4.wrapper.seeded", devices=NUMERIC,
+       title="MultiHeadAttentionWrapper reproduces the book under torch.manual_seed(123)")
+def wrapper_seeded(obs, golden):
+    _seeded(obs, book.MHA_WRAPPER, "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
+
+
+@check("s4.wrapper.structure", stage=4, points=1, probe="s4.wrapper.structure",
+       title="MultiHeadAttentionWrapper.heads is an nn.ModuleList of num_heads CausalAttention modules")
+def wrapper_structure(obs, golden):
+    for key, n in (("heads1", 1), ("heads4", 4)):
+        r = get(obs, key)
+        expect(r["is_module_list"], "MultiHeadAttentionWrapper.heads should be an nn.ModuleList "
+               "(a plain list hides the heads' parameters from the module)")
+        expect(r["count"] == n, f"with num_heads={n}, heads has {r['count']} entries")
+        expect(r["all_causal"], "every entry of heads should be a CausalAttention from causal.py")
+
+
+@check("s4.wrapper.known_weights", stage=4, points=2, probe="s4.wrapper.known_weights", devices=NUMERIC,
+       title="MultiHeadAttentionWrapper output with known weights per head")
+def wrapper_known(obs, golden):
+    for key in ("heads3", "heads1_bias"):
+        expect_close(get(obs, key), golden[key], f"MultiHeadAttentionWrapper output ({key})")
+
+
+@check("s4.wrapper.shapes", stage=4, points=1, probe="s4.wrapper.shapes", devices=NUMERIC,
+       title="MultiHeadAttentionWrapper output width is num_heads * d_out")
+def wrapper_shapes(obs, golden):
+    check_shapes(obs, WRAPPER_SHAPES, lambda cfg: [cfg["x"][0], cfg["x"][1], cfg["heads"] * cfg["d_out"]])
+
+
+@check("s4.mha.seeded", stage=4, points=2, probe="s4.mha.seeded", devices=NUMERIC,
+       title="MultiHeadAttention reproduces the book under torch.manual_seed(123)")
+def mha_seeded(obs, golden):
+    _seeded(obs, book.MHA, "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)")
+
+
+@check("s4.mha.known_weights", stage=4, points=4, probe="s4.mha.known_weights", devices=NUMERIC,
+       title="MultiHeadAttention output with known weights, 1 to 4 heads, with and without qkv_bias")
+def mha_known(obs, golden):
+    for key, label in (("heads1", "1 head"), ("heads2", "2 heads"), ("heads4", "4 heads, d_out=8"),
+                       ("heads3_bias", "3 heads, d_out=6, qkv_bias=True")):
+        expect_close(get(obs, key), golden[key], f"MultiHeadAttention output ({label})")
+
+
+@check("s4.mha.shapes", stage=4, points=2, probe="s4.mha.shapes", devices=NUMERIC,
+       title="MultiHeadAttention shape contract: batches, short inputs, d_in != d_out, heads, dtype, input untouched")
+def mha_shapes(obs, golden):
+    check_shapes(obs, MHA_SHAPES, lambda cfg: [cfg["x"][0], cfg["x"][1], cfg["d_out"]])
+
+
+@check("s4.mha.divisibility", stage=4, points=1, probe="s4.mha.divisibility",
+       title="MultiHeadAttention raises ValueError when d_out is not divisible by num_heads")
+def mha_divisibility(obs, golden):
+    r = get(obs)
+    expect(r["raised"] != "AssertionError", "MultiHeadAttention(4, 6, 8, 0.0, num_heads=4) raised AssertionError; "
+           "raise ValueError instead (asserts vanish under python -O)")
+    expect(r["raised"] == "ValueError", "MultiHeadAttention(4, 6, 8, 0.0, num_heads=4) should raise ValueError "
+           "(6 is not divisible by 4), but it did not")
+    expect(len(r["message"]) >= 10, "the ValueError should say what is wrong (d_out must be divisible by num_heads)")
+
+
+@check("s4.mha.structure", stage=4, points=1, probe="s4.mha.structure",
+       title="MultiHeadAttention has out_proj = nn.Linear(d_out, d_out) with bias, and a mask buffer")
+def mha_structure(obs, golden):
+    r = get(obs)
+    expect(r["out_proj_linear"], "MultiHeadAttention.out_proj should be an nn.Linear")
+    expect(r["out_proj_shape"] == [6, 6], f"out_proj.weight has shape {tuple(r['out_proj_shape'])}, expected (6, 6)")
+    expect(r["out_proj_bias"], "out_proj should have a bias (nn.Linear(d_out, d_out))")
+    expect(r["mask_is_buffer"], "MultiHeadAttention.mask should be a registered (persistent) buffer")
+
+
+@check("s4.mha.no_leak", stage=4, points=2, probe="s4.mha.leak", devices=NUMERIC,
+       title="MultiHeadAttention never lets a token see a later token")
+def mha_no_leak(obs, golden):
+    check_leak(obs, "MultiHeadAttention")
+
+
+@check("s4.mha.dropout", stage=4, points=2, probe="s4.mha.dropout", devices=NUMERIC,
+       title=f"MultiHeadAttention dropout (p={DROPOUT_P}) acts on the attention weights, scaled by 1/(1-p)")
+def mha_dropout(obs, golden):
+    check_dropout(get(obs, "out"), DROPOUT_P, "MultiHeadAttention")
+
+
+@check("s4.mha.eval", stage=4, points=1, probe="s4.mha.eval", devices=NUMERIC,
+       title="MultiHeadAttention in eval mode is deterministic and equals dropout=0")
+def mha_eval(obs, golden):
+    check_eval(obs, "MultiHeadAttention")
+
+
+@check("s4.mha.device", stage=4, points=1, probe="s4.mha.device", devices=MOVES,
+       title="MultiHeadAttention moves to another device, mask included")
+def mha_device(obs, golden, device):
+    check_device(obs, device, "MultiHeadAttention")
+
+
+@check("s4.mha.gradients", stage=4, points=1, probe="s4.mha.gradients", devices=NUMERIC,
+       title="gradients reach every parameter of MultiHeadAttention")
+def mha_gradients(obs, golden):
+    check_gradients(obs, "MultiHeadAttention")
+
+
+@check("s4.pytorch.known_weights", stage=4, points=2, probe="s4.pytorch.known_weights", devices=NUMERIC,
+       title="MultiHeadAttentionPyTorch wraps nn.MultiheadAttention with a causal mask")
+def pytorch_known(obs, golden):
+    for key in ("no_bias", "bias"):
+        expect_close(get(obs, key), golden[key], f"MultiHeadAttentionPyTorch output (qkv_bias={key == 'bias'})")
+
+
+@check("s4.pytorch.no_leak", stage=4, points=1, probe="s4.pytorch.leak", devices=NUMERIC,
+       title="MultiHeadAttentionPyTorch is causal")
+def pytorch_no_leak(obs, golden):
+    check_leak(obs, "MultiHeadAttentionPyTorch")
+
+
+@check("s4.param_count", stage=4, points=1, probe="s4.param_count",
+       title="count_parameters, and 2,360,064 parameters for GPT-2 size")
+def param_count(obs, golden):
+    r = get(obs)
+    expect(r["kit_counted_gpt2"] == book.GPT2_MHA_PARAMETERS,
+           f"MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12) has {r['kit_counted_gpt2']:,} parameters, "
+           f"expected {book.GPT2_MHA_PARAMETERS:,}")
+    expect(r["student_counted_gpt2"] == r["kit_counted_gpt2"],
+           f"count_parameters gives {r['student_counted_gpt2']:,} for the GPT-2 size module, "
+           f"which has {r['kit_counted_gpt2']:,}")
+    expect(r["student_counted_small"] == 30, f"count_parameters gives {r['student_counted_small']} for "
+           "nn.Sequential(nn.Linear(7, 3), nn.Linear(3, 2, bias=False)), which has 30")

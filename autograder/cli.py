@@ -1,0 +1,63 @@
+"""``attention-lab``: grade a submission, or rebuild what is generated from solutions/."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="attention-lab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("grade", help="grade a folder that holds attention_lab/")
+    g.add_argument("submission", help="a folder holding attention_lab/ (a copy of assignments/ with edits)")
+    g.add_argument("--json", metavar="FILE", help="also write Gradescope's results.json schema to FILE")
+    g.add_argument("--stage", type=int, action="append", choices=range(1, 6), metavar="N",
+                   help="grade only stage N (repeatable)")
+    g.add_argument("--verbose", "-v", action="store_true", help="list passed checks too")
+
+    b = sub.add_parser("build", help="regenerate stubs, the public checks' helper and golden data")
+    b.add_argument("--check", action="store_true", help="only report drift; exit 1 if anything differs")
+    b.add_argument("--no-golden", action="store_true", help="skip the golden data (faster)")
+
+    args = parser.parse_args(argv)
+    return {"grade": _grade, "build": _build}[args.command](args)
+
+
+def _grade(args):
+    from .grade import SubmissionError, grade
+    from .report import gradescope_results, render_table, write_json
+
+    print(f"grading {args.submission} ...", file=sys.stderr, flush=True)
+    try:
+        results, seconds = grade(args.submission, stages=set(args.stage) if args.stage else None)
+    except SubmissionError as exc:
+        print(f"attention-lab: {exc}", file=sys.stderr)
+        return 2
+    print(render_table(results, seconds, verbose=args.verbose, color=sys.stdout.isatty()))
+    if args.json:
+        write_json(gradescope_results(results, seconds), args.json)
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+def _build(args):
+    from .build import BuildError, build, drift
+
+    try:
+        if args.check:
+            problems = drift(golden=not args.no_golden)
+            for p in problems:
+                print(p)
+            print("in sync with solutions/" if not problems else f"{len(problems)} file(s) out of date: "
+                  "run `attention-lab build`")
+            return 1 if problems else 0
+        build(golden=not args.no_golden)
+    except BuildError as exc:
+        print(f"attention-lab: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Feedback in the student's terms: which row, which entry, by how much.
+
+Shared by the hidden judges and the public self-checks (the build copies this file into
+``assignments/tests/`` so that a student's folder needs nothing but torch and pytest).
+Only torch and the standard library may be imported here.
+"""
+import torch
+
+
+def _fmt(values):
+    return "[" + ", ".join(f"{v:.4f}" for v in values.flatten().tolist()[:8]) + (
+        ", ...]" if values.numel() > 8 else "]")
+
+
+def _index(idx):
+    return "[" + ", ".join(str(i) for i in idx) + "]"
+
+
+def describe_mismatch(actual, expected, name, atol=1e-4, rtol=1e-4, reveal=True):
+    """None when ``actual`` matches ``expected``; otherwise one sentence a student can act on.
+
+    ``reveal=False`` says where and by how much the values are off without printing the
+    expected numbers (for hidden golden data).
+    """
+    if not isinstance(actual, torch.Tensor):
+        return f"{name} should be a torch.Tensor, got {type(actual).__name__}"
+    if tuple(actual.shape) != tuple(expected.shape):
+        return f"{name} has shape {tuple(actual.shape)} but should have shape {tuple(expected.shape)}"
+    actual = actual.detach().cpu().double()
+    expected = expected.detach().cpu().double()
+    if not torch.isfinite(actual).all():
+        bad = (~torch.isfinite(actual)).nonzero()[0].tolist()
+        return f"{name}{_index(bad)} is {actual[tuple(bad)].item()} (not a finite number)"
+    diff = (actual - expected).abs()
+    bad = diff > atol + rtol * expected.abs()
+    if not bad.any():
+        return None
+    first = bad.nonzero()[0].tolist()
+    where = f"{name}{_index(first)}"
+    if reveal:
+        row = tuple(first[:-1])
+        got = actual[row] if actual.dim() > 1 else actual
+        want = expected[row] if expected.dim() > 1 else expected
+        label = f"{name}{_index(first[:-1])}" if actual.dim() > 1 else name
+        return f"{label} is {_fmt(got)}, expected {_fmt(want)} (first difference at {where})"
+    return (f"{where} is off by {diff[tuple(first)].item():.4g}; {int(bad.sum())} of {bad.numel()} "
+            f"entries differ from the reference")
+
+
+def describe_row_sums(weights, name="your attention weights", atol=1e-4):
+    """None when every row sums to 1, else which row does not and what it sums to."""
+    sums = weights.detach().cpu().double().sum(dim=-1)
+    bad = (sums - 1).abs() > atol
+    if not bad.any():
+        return None
+    idx = bad.nonzero()[0].tolist()
+    row = f"row {idx[-1]}" + (f" of batch {_index(idx[:-1])}" if len(idx) > 1 else "")
+    return f"{row} of {name} sums to {sums[tuple(idx)].item():.4f}, but every row of attention weights sums to 1"
+
+
+def describe_future(weights, name="your attention weights"):
+    """None when nothing above the diagonal is nonzero, else the first future position that is."""
+    n = weights.shape[-1]
+    future = torch.triu(torch.ones(weights.shape[-2], n, dtype=torch.bool), diagonal=1)
+    leak = (weights.detach().cpu() != 0) & future
+    if not leak.any():
+        return None
+    idx = leak.nonzero()[0].tolist()
+    return (f"{name}{_index(idx)} is {weights[tuple(idx)].item():.4f}: token {idx[-2]} attends to token "
+            f"{idx[-1]}, which comes after it; everything above the diagonal must be 0")

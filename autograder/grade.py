@@ -1,0 +1,109 @@
+"""Grade a submission: plan the probe tasks, run them in the child, judge what comes back."""
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .golden import load_golden
+from .judging import describe_error
+from .registry import STAGES, Fail, all_checks
+from .runner import Task, run_tasks
+
+
+class SubmissionError(Exception):
+    """The submission cannot be graded at all (missing or malformed): a message for the user."""
+
+
+@dataclass
+class CheckResult:
+    id: str
+    stage: int
+    title: str
+    max_points: int
+    passed: bool
+    feedback: str
+    visibility: str
+
+    @property
+    def points(self):
+        return self.max_points if self.passed else 0
+
+
+def find_package(submission) -> Path:
+    """The folder that holds ``attention_lab/``: SUBMISSION itself, or its parent if it *is* the package."""
+    path = Path(submission).expanduser().resolve()
+    if not path.exists():
+        raise SubmissionError(f"{submission}: no such file or directory")
+    if not path.is_dir():
+        raise SubmissionError(f"{submission} is not a folder; pass the folder that holds attention_lab/")
+    if (path / "attention_lab").is_dir():
+        root = path
+    elif path.name == "attention_lab":
+        root = path.parent
+    else:
+        raise SubmissionError(f"{submission} has no attention_lab/ folder; pass the folder that holds "
+                              "attention_lab/ (a copy of assignments/ with your edits)")
+    modules = [f"{s.module}.py" for s in STAGES.values()]
+    if not any((root / "attention_lab" / m).is_file() for m in modules):
+        raise SubmissionError(f"{root / 'attention_lab'} holds none of {', '.join(modules)}")
+    return root
+
+
+def available_devices():
+    return {"cpu", "meta"} | ({"cuda"} if torch.cuda.is_available() else set())
+
+
+def plan(checks, devices):
+    stages = sorted({c.stage for c in checks})
+    modules = [STAGES[s].module for s in stages]
+    if "multihead" in modules and "causal" not in modules:
+        modules.insert(0, "causal")  # the wrapper's heads come from causal.py
+    tasks = [Task("import", m) for m in modules]
+    for c in checks:
+        for d in c.devices:
+            if d in devices and Task("probe", c.probe, d) not in tasks:
+                tasks.append(Task("probe", c.probe, d))
+    return tasks
+
+
+def judge(check, obs, golden, device):
+    if isinstance(obs, dict) and "error" in obs:
+        return describe_error(obs["error"])
+    try:
+        if "device" in inspect.signature(check.judge).parameters:
+            check.judge(obs, golden, device=device)
+        else:
+            check.judge(obs, golden)
+    except Fail as exc:
+        return str(exc)
+    return None
+
+
+def grade(submission, stages=None, devices=None, timeout_s=None):
+    """Grade ``submission``; returns (results, seconds). Raises SubmissionError if it cannot start."""
+    root = find_package(submission)
+    started = time.monotonic()
+    checks = all_checks(stages)
+    devices = available_devices() if devices is None else set(devices)
+    observations = run_tasks(root, plan(checks, devices), **({"timeout_s": timeout_s} if timeout_s else {}))
+    golden = load_golden()
+    results = []
+    for c in checks:
+        ran = [d for d in c.devices if d in devices]
+        problems = []
+        for d in ran:
+            problem = judge(c, observations[Task("probe", c.probe, d)], golden.get(c.probe), d)
+            if problem:
+                problems.append(problem if len(ran) == 1 else f"[{d}] {problem}")
+        skipped = [d for d in c.devices if d not in devices]
+        note = f" (checked on {', '.join(ran)}; {', '.join(skipped)} not available)" if skipped and ran else ""
+        if not ran:
+            problems.append(f"none of {', '.join(c.devices)} is available here")
+        passed = not problems
+        feedback = ("passed" + note) if passed else "\n".join(problems)
+        results.append(CheckResult(c.id, c.stage, c.title, c.points, passed, feedback, c.visibility))
+    return results, time.monotonic() - started

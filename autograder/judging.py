@@ -1,0 +1,138 @@
+"""Helpers the judges share: unwrap observations, compare numbers, describe errors."""
+from __future__ import annotations
+
+import torch
+
+from .book import PRINTED
+from .feedback import describe_mismatch, describe_row_sums
+from .registry import Fail
+
+ATOL = 1e-5  # float32 against the float32 reference: differences of rounding only
+RTOL = 1e-4
+
+
+def describe_error(rec):
+    if rec.get("importing"):
+        where = f" at {rec['where']}" if rec["where"] else ""
+        return f"could not import {rec['importing']}: {rec['type']}{where}: {rec['message']}"
+    if rec["not_implemented"]:
+        return "not implemented yet" + (f" ({rec['where']}: `{rec['code']}`)" if rec["where"] else "")
+    if rec["type"] in ("ProbeError", "Timeout", "Crash", "NotRun", "BadResult"):
+        return rec["message"]
+    where = f" at {rec['where']}" if rec["where"] else ""
+    code = f" in `{rec['code']}`" if rec["code"] else ""
+    return f"{rec['type']}{where}{code}: {rec['message']}"
+
+
+def get(obs, *keys):
+    """``obs[k1][k2]...``, failing with the student-facing description of any error on the way."""
+    for key in (None, *keys):
+        if key is not None:
+            obs = obs[key]
+        if isinstance(obs, dict) and "error" in obs:
+            raise Fail(describe_error(obs["error"]))
+    return obs
+
+
+def expect_close(actual, expected, what, atol=ATOL, rtol=RTOL, reveal=False):
+    problem = describe_mismatch(actual, expected, what, atol=atol, rtol=rtol, reveal=reveal)
+    if problem:
+        raise Fail(problem)
+
+
+def expect_book(actual, printed, what):
+    """Against the chapter's printed numbers (public, so the expected values are shown)."""
+    expect_close(actual, printed, what, atol=PRINTED, rtol=0, reveal=True)
+
+
+def expect_rows_sum_to_one(weights, what):
+    problem = describe_row_sums(weights, what)
+    if problem:
+        raise Fail(problem)
+
+
+def expect(condition, message):
+    if not condition:
+        raise Fail(message)
+
+
+def golden_pairs(obs, golden, keys):
+    """For each key: the student's tensor and the reference's, errors turned into feedback."""
+    return [(key, get(obs, key), golden[key]) for key in keys]
+
+
+def check_shapes(obs, configs, expected_shape):
+    """Judge ``shape_reports``: shape, dtype and device follow the input; input untouched."""
+    for report in get(obs, "reports"):
+        cfg = next(c for c in configs if c["name"] == report["config"])
+        label = f"{report['config']} ({report['dtype_in']} input)"
+        result = report["result"]
+        if "error" in result:
+            raise Fail(f"{label}: {describe_error(result['error'])}")
+        want = expected_shape(cfg)
+        expect(result["shape"] == want, f"{label}: output shape is {tuple(result['shape'])}, expected {tuple(want)}")
+        expect(result["dtype"] == report["dtype_in"],
+               f"{label}: output dtype is {result['dtype']}; it should follow the input's dtype")
+        expect(result["input_unchanged"], f"{label}: forward modified its input x in place; work on new tensors")
+
+
+def check_leak(obs, what):
+    leak = get(obs)
+    moved = leak["moved"]
+    tol = 1e-5 * max(1.0, leak["scale"])
+    bad = (moved > tol).nonzero()
+    if len(bad):
+        t = int(bad[0])
+        raise Fail(f"{what}: changing tokens {t} and later changed the output at an earlier position "
+                   f"(by up to {moved[t].item():.3g}); a token must not see the tokens after it")
+    jac = leak["jacobian"]
+    future = torch.triu(torch.ones_like(jac, dtype=torch.bool), diagonal=1)
+    # Exactly zero for a -inf/-1e9 fill; multiply-and-renormalise leaves float rounding (~1e-8).
+    limit = 1e-6 * max(float(jac.max()), 1e-12)
+    if (jac[future] > limit).any():
+        t, s = (future & (jac > limit)).nonzero()[0].tolist()
+        raise Fail(f"{what}: the output at position {t} has a nonzero gradient with respect to input {s} "
+                   f"(|d out[{t}] / d x[{s}]| = {jac[t, s].item():.3g}); it must be 0 for every later token")
+    expect(float(jac.diagonal().min()) > 0, f"{what}: the output at some position does not depend on its own token")
+
+
+def check_dropout(out, p, what):
+    """Judge the output of ``dropout_report``: see ``probes.common.dropout_weights``."""
+    b, T, width = out.shape
+    expect(width == T + 1, f"{what}: output has width {width}, expected {T + 1}")
+    weights, total = out[..., :T].double(), out[..., T].double()
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool)).expand(b, T, T)
+    expect(bool((weights[~causal] == 0).all()),
+           f"{what}: in train mode some attention weight above the diagonal is nonzero (a future token is visible)")
+    uniform = (1.0 / torch.arange(1, T + 1, dtype=torch.float64)).view(1, T, 1).expand(b, T, T)
+    kept = causal & (weights != 0)
+    dropped = float(1 - kept.sum() / causal.sum())
+    expect(dropped > 0.005, f"{what}: in train mode with dropout={p} no attention weight was zeroed; "
+           "dropout must act on the attention weights after the softmax")
+    ratio = weights[kept] / uniform[kept]
+    scale = 1 / (1 - p)
+    if not torch.allclose(ratio, torch.full_like(ratio, scale), rtol=1e-4, atol=0):
+        seen = ratio.median().item()
+        hint = " (that is 1/p; use 1/(1-p), as nn.Dropout does)" if abs(seen - 1 / p) < 1e-3 else ""
+        raise Fail(f"{what}: kept attention weights are scaled by {seen:.4f}{hint}; "
+                   f"with dropout={p} they should be scaled by exactly 1/(1-p) = {scale:.4f}")
+    expect(abs(dropped - p) < 0.03, f"{what}: {dropped:.1%} of the attention weights were zeroed; "
+           f"with dropout={p} about {p:.0%} should be")
+    expect(torch.allclose(total, weights.sum(-1), atol=1e-5),
+           f"{what}: dropout seems to act on the output of attention, not on the attention weights")
+
+
+def check_eval(obs, what):
+    rep = get(obs)
+    expect(torch.equal(rep["first"], rep["second"]),
+           f"{what}: two calls in eval mode gave different outputs; dropout must be off in eval mode "
+           "(nn.Dropout does this; F.dropout needs training=self.training)")
+    expect_close(rep["first"], rep["p0"], f"{what} in eval mode vs. the same weights with dropout=0")
+
+
+def check_gradients(obs, what):
+    grads = get(obs)
+    expect(len(grads) > 0, f"{what} has no parameters")
+    missing = [name for name, ok in grads.items() if not ok]
+    expect(not missing, f"{what}: no gradient reaches {', '.join(missing)} (is it used in forward, "
+           "and not detached or replaced by a plain tensor?)")

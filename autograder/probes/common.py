@@ -1,0 +1,335 @@
+"""What every probe needs: the book's inputs, known weights loaded by name, error records,
+and the measurements shared by several stages (shapes, causal leaks, dropout, devices)."""
+from __future__ import annotations
+
+import importlib
+import io
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+PROBES: dict = {}
+SUBMISSION_ROOT = Path(".")  # set by Lab: where the student's files are, to locate errors in them
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    fn: object
+    golden: bool  # deterministic output worth storing as golden data from the reference
+
+
+def probe(name, golden=False):
+    def register(fn):
+        PROBES[name] = Probe(name, fn, golden)
+        return fn
+
+    return register
+
+
+# "Your journey starts with one step": the inputs of every seeded example of the chapter.
+INPUTS = torch.tensor(
+    [[0.43, 0.15, 0.89],
+     [0.55, 0.87, 0.66],
+     [0.57, 0.85, 0.64],
+     [0.22, 0.58, 0.33],
+     [0.77, 0.25, 0.10],
+     [0.05, 0.80, 0.55]]
+)
+BATCH = torch.stack((INPUTS, INPUTS), dim=0)
+
+
+class ProbeError(Exception):
+    """Something about the submission the probe could not measure; its text is feedback."""
+
+
+class StudentImportError(Exception):
+    def __init__(self, record):
+        super().__init__(record["message"])
+        self.record = record
+
+
+class Lab:
+    """Lazy access to the student's modules: ``lab.causal`` imports ``attention_lab.causal``.
+
+    An import that failed once is not retried: every probe that needs it gets the same record.
+    """
+
+    def __init__(self, root: Path):
+        global SUBMISSION_ROOT
+        self.root = SUBMISSION_ROOT = Path(root).resolve()
+        self._failed = {}
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.load(name)
+
+    def load(self, name):
+        if name in self._failed:
+            raise StudentImportError(self._failed[name])
+        try:
+            return importlib.import_module(f"attention_lab.{name}")
+        except BaseException as exc:  # SyntaxError, ImportError, NameError, SystemExit, ...
+            record = error_record(exc, self.root, importing=f"attention_lab/{name}.py")
+            self._failed[name] = record
+            raise StudentImportError(record) from None
+
+    def mark_broken(self, name, message):
+        self._failed[name] = {"type": "ImportCrash", "message": message, "where": f"{name}.py",
+                              "code": "", "not_implemented": False, "importing": f"attention_lab/{name}.py"}
+
+
+def error_record(exc, root, importing=""):
+    """Plain-data description of an exception, located in the student's own files when possible."""
+    root = str(Path(root).resolve())
+    where, code = "", ""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where, code = f"{Path(exc.filename).name} line {exc.lineno}", (exc.text or "").strip()
+    else:
+        for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+            if frame.filename.startswith(root):
+                where = f"{Path(frame.filename).name} line {frame.lineno}, in {frame.name}"
+                code = (frame.line or "").strip()
+                break
+    message = str(exc) if not isinstance(exc, SyntaxError) else exc.msg
+    return {
+        "type": type(exc).__name__,
+        "message": message[:500],
+        "where": where,
+        "code": code[:200],
+        "not_implemented": isinstance(exc, NotImplementedError),
+        "importing": importing,
+    }
+
+
+def attempt(fn, *args, **kwargs):
+    """Run one measurement; an exception becomes an error record instead of ending the probe."""
+    try:
+        return fn(*args, **kwargs)
+    except StudentImportError as exc:
+        return {"error": exc.record}
+    except ProbeError as exc:
+        return {"error": {"type": "ProbeError", "message": str(exc), "where": "", "code": "",
+                          "not_implemented": False, "importing": ""}}
+    except Exception as exc:
+        return {"error": error_record(exc, SUBMISSION_ROOT)}
+
+
+def plain(t, what="the result"):
+    """A student's tensor as a detached CPU copy of exact type torch.Tensor, or a ProbeError."""
+    if not isinstance(t, torch.Tensor):
+        raise ProbeError(f"{what} should be a torch.Tensor but is a {type(t).__name__}")
+    if type(t) is not torch.Tensor:
+        raise ProbeError(f"{what} is a tensor subclass ({type(t).__name__}), not a plain torch.Tensor")
+    t = t.detach()
+    if t.device.type == "meta":
+        raise ProbeError(f"{what} is on the meta device and has no values")
+    return t.cpu().clone()
+
+
+def meta_summary(t, what="the output"):
+    if type(t) is not torch.Tensor:
+        raise ProbeError(f"{what} should be a plain torch.Tensor but is a {type(t).__name__}")
+    return {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""), "device": t.device.type}
+
+
+def generator(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def randn(*shape, seed, scale=1.0):
+    return torch.randn(*shape, generator=generator(seed)) * scale
+
+
+def load_by_name(module, weights):
+    """Copy known values into the parameters named in ``weights`` (e.g. ``"W_query.weight"``).
+
+    Looking weights up by name judges the forward pass apart from the order in which
+    ``__init__`` created (and randomly initialised) them.
+    """
+    for name, value in weights.items():
+        try:
+            param = module.get_parameter(name)
+        except AttributeError:
+            raise ProbeError(f"{type(module).__name__} has no parameter named {name!r}") from None
+        if tuple(param.shape) != tuple(value.shape):
+            raise ProbeError(
+                f"{type(module).__name__}.{name} has shape {tuple(param.shape)}, expected {tuple(value.shape)}"
+            )
+        with torch.no_grad():
+            param.copy_(value.to(param.device, param.dtype))
+    return module
+
+
+def linear_weights(prefix, d_in, d_out, seed, bias):
+    """Known weights of an nn.Linear(d_in, d_out) called ``prefix``."""
+    w = {f"{prefix}.weight": randn(d_out, d_in, seed=seed, scale=0.5)}
+    if bias:
+        w[f"{prefix}.bias"] = randn(d_out, seed=seed + 1, scale=0.1)
+    return w
+
+
+def qkv_weights(d_in, d_out, seed, bias, prefix=""):
+    weights = {}
+    for i, name in enumerate(("W_query", "W_key", "W_value")):
+        weights.update(linear_weights(prefix + name, d_in, d_out, seed + 10 * i, bias))
+    return weights
+
+
+def forward(module, x):
+    out = module(x)
+    return plain(out, "the output of forward")
+
+
+def shape_report(build, cfg, device, dtype=torch.float32):
+    """Build a module from ``cfg`` and record what its forward returns for ``cfg['x']``."""
+    module = build(cfg).to(device, dtype)  # dtype follows the input when the module is converted too
+    module.eval()
+    x = randn(*cfg["x"], seed=7).to(device, dtype)
+    before = x.clone()
+    out = module(x)
+    summary = meta_summary(out)
+    summary["input_unchanged"] = bool(torch.equal(x, before))
+    return summary
+
+
+def shape_reports(build, configs, device):
+    reports = []
+    for cfg in configs:
+        for dtype in (torch.float32, torch.float64) if cfg.get("dtypes") else (torch.float32,):
+            r = attempt(shape_report, build, cfg, device, dtype)
+            reports.append({"config": cfg["name"], "dtype_in": str(dtype).replace("torch.", ""), "result": r})
+    return reports
+
+
+def leak_report(module, d_in, num_tokens, device):
+    """How much earlier outputs move when later tokens change, and the Jacobian's block norms.
+
+    ``moved[t]``: largest change of any output before position t when every input from t on is
+    perturbed. ``jacobian[t, s]``: largest |d out[t] / d x[s]|; causal means zero for s > t.
+    """
+    module = module.to(device).eval()
+    x = randn(2, num_tokens, d_in, seed=11).to(device)
+    base = plain(module(x))
+    moved = torch.zeros(num_tokens)
+    for t in range(1, num_tokens):
+        x2 = x.clone()
+        x2[:, t:] += randn(2, num_tokens - t, d_in, seed=100 + t, scale=10.0).to(device)
+        out = plain(module(x2))
+        moved[t] = (out[:, :t] - base[:, :t]).abs().max()
+    x1 = x[:1]
+    jac = torch.autograd.functional.jacobian(lambda inp: module(inp), x1)
+    jac = plain(jac, "the Jacobian")  # (1, T, d_out, 1, T, d_in)
+    blocks = jac[0, :, :, 0].abs().amax(dim=(1, 3))  # (T, T): output t, input s
+    return {"moved": moved, "jacobian": blocks, "scale": float(base.abs().max())}
+
+
+DROPOUT_P = 0.2  # not 0.5, where 1/p and 1/(1-p) are the same number
+DROPOUT_TOKENS = 32
+DROPOUT_BATCH = 48
+
+
+def dropout_weights(num_tokens, prefix=""):
+    """Weights that make the output show the attention weights themselves.
+
+    Queries and keys are zero, so every causal row of weights is uniform: 1/(t+1).
+    With one-hot tokens and W_value = [identity; ones], output column j (j < T) is the
+    weight on token j and the last column is the row's total: if dropout acts on the
+    weights the last column is exactly the sum of the others; if it acts on the outputs,
+    it is not.
+    """
+    T = num_tokens
+    value = torch.cat([torch.eye(T), torch.ones(1, T)], dim=0)  # (T + 1, T) = (d_out, d_in)
+    return {
+        f"{prefix}W_query.weight": torch.zeros(T + 1, T),
+        f"{prefix}W_key.weight": torch.zeros(T + 1, T),
+        f"{prefix}W_value.weight": value,
+    }
+
+
+def dropout_report(module, device, train=True, seed=0):
+    module = module.to(device)
+    module.train(train)
+    x = torch.eye(DROPOUT_TOKENS).expand(DROPOUT_BATCH, -1, -1).contiguous().to(device)
+    torch.manual_seed(seed)
+    return plain(module(x), "the output of forward in train mode")
+
+
+def eval_report(build, weights, device):
+    """Eval mode: two calls agree, and p > 0 gives what p = 0 gives with the same weights."""
+    x = randn(2, 6, 5, seed=21).to(device)
+    outs = {}
+    for name, p in (("dropout", DROPOUT_P), ("no_dropout", 0.0)):
+        m = load_by_name(build(p), weights).to(device).eval()
+        torch.manual_seed(1)
+        first = plain(m(x))
+        torch.manual_seed(2)
+        outs[name] = [first, plain(m(x))]
+    return {"first": outs["dropout"][0], "second": outs["dropout"][1], "p0": outs["no_dropout"][0]}
+
+
+def gradient_report(module, x):
+    module.train(False)
+    out = module(x)
+    if type(out) is not torch.Tensor:
+        raise ProbeError("forward should return a plain torch.Tensor")
+    out.square().sum().backward()
+    return {name: (p.grad is not None and bool(p.grad.abs().sum() > 0))
+            for name, p in module.named_parameters()}
+
+
+def device_report(build, weights, device, d_in):
+    """Move a module to ``device``: where does its mask go, and does forward run there?"""
+    module = load_by_name(build(), weights)
+    x = randn(2, 5, d_in, seed=31)
+    module.eval()
+    reference = plain(module(x)) if device != "meta" else None
+    module.to(device)
+    mask = getattr(module, "mask", None)
+    report = {
+        "mask_is_buffer": "mask" in dict(module.named_buffers()),
+        "mask_device": mask.device.type if isinstance(mask, torch.Tensor) else "none",
+    }
+
+    def run():
+        out = module(x.to(device))
+        summary = meta_summary(out)
+        if device != "meta":
+            summary["matches_cpu"] = bool(torch.allclose(plain(out), reference, atol=1e-4, rtol=1e-4))
+        return summary
+
+    report["forward"] = attempt(run)
+    return report
+
+
+def state_dict_report(build, device, d_in):
+    """Change the mask, save the state_dict on ``device``, load it on the CPU into a fresh module.
+
+    The change hides token 0 from the last token (any dtype of mask: set that entry to 1/True),
+    so a reloaded module gives the same output only if the changed mask came back with it.
+    """
+    module = build().to(device).eval()
+    mask = getattr(module, "mask", None)
+    if not isinstance(mask, torch.Tensor):
+        raise ProbeError("the module has no tensor attribute named 'mask'")
+    last = mask.shape[0] - 1
+    with torch.no_grad():
+        mask[last, 0] = 1
+    x = randn(2, mask.shape[0], d_in, seed=41)
+    changed = plain(module(x.to(device)))
+    buf = io.BytesIO()
+    torch.save(module.state_dict(), buf)
+    buf.seek(0)
+    fresh = build().eval()
+    fresh.load_state_dict(torch.load(buf, map_location="cpu", weights_only=True))
+    fresh_mask = getattr(fresh, "mask", None)
+    return {
+        "keys": sorted(module.state_dict().keys()),
+        "change_survived": bool(isinstance(fresh_mask, torch.Tensor) and plain(fresh_mask)[last, 0] != 0),
+        "outputs_match": bool(torch.allclose(plain(fresh(x)), changed, atol=1e-5, rtol=1e-5)),
+    }

@@ -1,0 +1,226 @@
+"""Stage 4 probes: the multi-head wrapper, MultiHeadAttention, the nn.MultiheadAttention variant."""
+import torch
+import torch.nn as nn
+
+from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, ProbeError, attempt, device_report, dropout_report,
+                     dropout_weights, eval_report, forward, gradient_report, leak_report, linear_weights,
+                     load_by_name, probe, qkv_weights, randn, shape_reports)
+from .stage3 import D_IN, X
+
+CONTEXT = 8
+
+
+def build_mha(lab, cls_name, d_out_default=4):
+    def build(cfg):
+        cls = getattr(lab.multihead, cls_name)
+        return cls(cfg.get("d_in", D_IN), cfg.get("d_out", d_out_default), cfg.get("context", CONTEXT),
+                   cfg.get("dropout", 0.0), num_heads=cfg.get("heads", 2), qkv_bias=cfg.get("bias", False))
+
+    return build
+
+
+def _seeded(lab, cls_name, device):
+    def run():
+        torch.manual_seed(123)
+        module = getattr(lab.multihead, cls_name)(3, 2, 6, 0.0, num_heads=2)
+        return forward(module.to(device), BATCH.to(device))
+
+    return {"out": attempt(run)}
+
+
+@probe("s4.wrapper.seeded")
+def wrapper_seeded(lab, device):
+    return _seeded(lab, "MultiHeadAttentionWrapper", device)
+
+
+@probe("s4.mha.seeded")
+def mha_seeded(lab, device):
+    return _seeded(lab, "MultiHeadAttention", device)
+
+
+def wrapper_weights(heads, d_out, bias):
+    weights = {}
+    for h in range(heads):
+        weights.update(qkv_weights(D_IN, d_out, seed=200 + 37 * h, bias=bias, prefix=f"heads.{h}."))
+    return weights
+
+
+@probe("s4.wrapper.known_weights", golden=True)
+def wrapper_known(lab, device):
+    def run(heads, bias):
+        module = build_mha(lab, "MultiHeadAttentionWrapper", d_out_default=3)({"heads": heads, "bias": bias})
+        load_by_name(module, wrapper_weights(heads, 3, bias))
+        return forward(module.to(device).eval(), X.to(device))
+
+    return {"heads3": attempt(run, 3, False), "heads1_bias": attempt(run, 1, True)}
+
+
+@probe("s4.wrapper.structure")
+def wrapper_structure(lab, device):
+    def run(heads):
+        module = build_mha(lab, "MultiHeadAttentionWrapper", d_out_default=3)({"heads": heads})
+        student_causal = lab.causal.CausalAttention
+        mods = getattr(module, "heads", None)
+        return {
+            "is_module_list": isinstance(mods, nn.ModuleList),
+            "count": len(mods) if isinstance(mods, nn.ModuleList) else -1,
+            "all_causal": isinstance(mods, nn.ModuleList) and all(isinstance(m, student_causal) for m in mods),
+        }
+
+    return {"heads1": attempt(run, 1), "heads4": attempt(run, 4)}
+
+
+WRAPPER_SHAPES = [
+    {"name": "batch 1, 1 head, 8 of 8 tokens", "x": (1, 8, D_IN), "heads": 1, "d_out": 3, "dtypes": True},
+    {"name": "batch 3, 4 heads, 5 of 8 tokens", "x": (3, 5, D_IN), "heads": 4, "d_out": 3},
+    {"name": "d_in 2, d_out 5, 2 heads", "x": (2, 6, 2), "d_in": 2, "heads": 2, "d_out": 5},
+]
+
+
+@probe("s4.wrapper.shapes")
+def wrapper_shapes(lab, device):
+    return {"reports": shape_reports(build_mha(lab, "MultiHeadAttentionWrapper"), WRAPPER_SHAPES, device)}
+
+
+def mha_weights(d_out, bias, seed=300):
+    weights = qkv_weights(D_IN, d_out, seed=seed, bias=bias)
+    weights.update(linear_weights("out_proj", d_out, d_out, seed=seed + 50, bias=True))
+    return weights
+
+
+@probe("s4.mha.known_weights", golden=True)
+def mha_known(lab, device):
+    def run(heads, d_out, bias):
+        module = build_mha(lab, "MultiHeadAttention")({"heads": heads, "d_out": d_out, "bias": bias})
+        load_by_name(module, mha_weights(d_out, bias))
+        return forward(module.to(device).eval(), X.to(device))
+
+    return {"heads2": attempt(run, 2, 4, False), "heads3_bias": attempt(run, 3, 6, True),
+            "heads1": attempt(run, 1, 4, False), "heads4": attempt(run, 4, 8, False)}
+
+
+MHA_SHAPES = [
+    {"name": "batch 1, 1 head, 8 of 8 tokens", "x": (1, 8, D_IN), "heads": 1, "d_out": 4, "dtypes": True},
+    {"name": "batch 3, 2 heads, 5 of 8 tokens", "x": (3, 5, D_IN), "heads": 2, "d_out": 4},
+    {"name": "d_in 3, d_out 12, 4 heads", "x": (2, 6, 3), "d_in": 3, "heads": 4, "d_out": 12},
+]
+
+
+@probe("s4.mha.shapes")
+def mha_shapes(lab, device):
+    return {"reports": shape_reports(build_mha(lab, "MultiHeadAttention"), MHA_SHAPES, device)}
+
+
+@probe("s4.mha.divisibility")
+def mha_divisibility(lab, device):
+    def run():
+        try:
+            lab.multihead.MultiHeadAttention(4, 6, 8, 0.0, num_heads=4)
+        except ValueError as exc:
+            return {"raised": "ValueError", "message": str(exc)[:300]}
+        except AssertionError as exc:
+            return {"raised": "AssertionError", "message": str(exc)[:300]}
+        return {"raised": "", "message": ""}
+
+    return attempt(run)
+
+
+@probe("s4.mha.structure")
+def mha_structure(lab, device):
+    def run():
+        module = build_mha(lab, "MultiHeadAttention")({"heads": 2, "d_out": 6})
+        proj = getattr(module, "out_proj", None)
+        return {
+            "out_proj_linear": isinstance(proj, nn.Linear),
+            "out_proj_shape": list(proj.weight.shape) if isinstance(proj, nn.Linear) else [],
+            "out_proj_bias": isinstance(proj, nn.Linear) and proj.bias is not None,
+            "mask_is_buffer": "mask" in dict(module.named_buffers()) and "mask" in module.state_dict(),
+        }
+
+    return attempt(run)
+
+
+@probe("s4.mha.leak")
+def mha_leak(lab, device):
+    return attempt(lambda: leak_report(build_mha(lab, "MultiHeadAttention")({"context": 6}), D_IN, 6, device))
+
+
+@probe("s4.mha.dropout")
+def mha_dropout(lab, device):
+    T = DROPOUT_TOKENS
+
+    def run():
+        module = build_mha(lab, "MultiHeadAttention")(
+            {"d_in": T, "d_out": T + 1, "context": T, "dropout": DROPOUT_P, "heads": 1})
+        weights = dropout_weights(T)
+        weights["out_proj.weight"] = torch.eye(T + 1)  # out_proj passes the single head through
+        weights["out_proj.bias"] = torch.zeros(T + 1)
+        return dropout_report(load_by_name(module, weights), device)
+
+    return {"out": attempt(run)}
+
+
+@probe("s4.mha.eval")
+def mha_eval(lab, device):
+    build = build_mha(lab, "MultiHeadAttention")
+    return attempt(eval_report, lambda p: build({"dropout": p}), mha_weights(4, False, seed=400), device)
+
+
+@probe("s4.mha.device")
+def mha_device(lab, device):
+    build = build_mha(lab, "MultiHeadAttention")
+    return attempt(device_report, lambda: build({}), mha_weights(4, False, seed=410), device, D_IN)
+
+
+@probe("s4.mha.gradients")
+def mha_gradients(lab, device):
+    return attempt(lambda: gradient_report(
+        build_mha(lab, "MultiHeadAttention")({"bias": True}).to(device), X.to(device)))
+
+
+E = 6  # nn.MultiheadAttention maps embed_dim to embed_dim: d_in == d_out here
+XE = randn(2, 5, E, seed=5)
+
+
+def pytorch_weights(bias):
+    weights = {"mha.in_proj_weight": randn(3 * E, E, seed=500, scale=0.5),
+               "mha.out_proj.weight": randn(E, E, seed=501, scale=0.5)}
+    if bias:
+        weights["mha.in_proj_bias"] = randn(3 * E, seed=502, scale=0.1)
+        weights["mha.out_proj.bias"] = randn(E, seed=503, scale=0.1)
+    return weights
+
+
+@probe("s4.pytorch.known_weights", golden=True)
+def pytorch_known(lab, device):
+    def run(bias):
+        module = lab.multihead.MultiHeadAttentionPyTorch(E, E, 8, 0.0, num_heads=2, qkv_bias=bias)
+        if not isinstance(getattr(module, "mha", None), nn.MultiheadAttention):
+            raise ProbeError("MultiHeadAttentionPyTorch.mha should be an nn.MultiheadAttention")
+        load_by_name(module, pytorch_weights(bias))
+        return forward(module.to(device).eval(), XE.to(device))
+
+    return {"no_bias": attempt(run, False), "bias": attempt(run, True)}
+
+
+@probe("s4.pytorch.leak")
+def pytorch_leak(lab, device):
+    return attempt(lambda: leak_report(
+        lab.multihead.MultiHeadAttentionPyTorch(E, E, 6, 0.0, num_heads=3), E, 6, device))
+
+
+@probe("s4.param_count")
+def param_count(lab, device):
+    def run():
+        mh = lab.multihead
+        gpt2 = mh.MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12)
+        small = nn.Sequential(nn.Linear(7, 3), nn.Linear(3, 2, bias=False))
+        return {
+            "kit_counted_gpt2": sum(p.numel() for p in gpt2.parameters()),
+            "student_counted_gpt2": int(mh.count_parameters(gpt2)),
+            "student_counted_small": int(mh.count_parameters(small)),
+        }
+
+    return attempt(run)
+
+

@@ -1,0 +1,37 @@
+"""Stage 5 probes: the mask as a plain attribute versus a registered buffer."""
+import torch
+
+from .common import ProbeError, attempt, device_report, load_by_name, plain, probe, qkv_weights, state_dict_report
+from .stage3 import D_IN, D_OUT, X, build_causal, known_forward
+
+WITHOUT, WITH = "CausalAttentionWithoutBuffers", "CausalAttentionWithBuffer"
+
+
+@probe("s5.forward", golden=True)
+def forward_both(lab, device):
+    return {cls: attempt(known_forward, build_causal(lab, cls, "buffers"), True, device) for cls in (WITHOUT, WITH)}
+
+
+@probe("s5.kinds")
+def kinds(lab, device):
+    def run(cls):
+        module = build_causal(lab, cls, "buffers")({})
+        mask = getattr(module, "mask", None)
+        return {"has_tensor_mask": isinstance(mask, torch.Tensor),
+                "is_buffer": "mask" in dict(module.named_buffers()),
+                "in_state_dict": "mask" in module.state_dict()}
+
+    return {cls: attempt(run, cls) for cls in (WITHOUT, WITH)}
+
+
+@probe("s5.device")
+def device(lab, device):
+    weights = qkv_weights(D_IN, D_OUT, seed=600, bias=False)
+    return {cls: attempt(device_report, lambda: build_causal(lab, cls, "buffers")({}), weights, device, D_IN)
+            for cls in (WITHOUT, WITH)}
+
+
+@probe("s5.state_dict")
+def state_dict(lab, device):
+    return {cls: attempt(state_dict_report, lambda: build_causal(lab, cls, "buffers")({}), device, D_IN)
+            for cls in (WITHOUT, WITH)}

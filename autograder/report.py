@@ -1,0 +1,76 @@
+"""Reports of check results: a table per stage for the terminal, Gradescope's results.json."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .registry import STAGES
+
+
+def stage_totals(results):
+    """{stage: (points, max_points, checks passed, checks)} in stage order."""
+    totals = {}
+    for r in results:
+        p, m, n_ok, n = totals.get(r.stage, (0, 0, 0, 0))
+        totals[r.stage] = (p + r.points, m + r.max_points, n_ok + r.passed, n + 1)
+    return dict(sorted(totals.items()))
+
+
+def render_table(results, seconds, verbose=False, color=False):
+    def paint(text, code):
+        return f"\033[{code}m{text}\033[0m" if color else text
+
+    lines = []
+    totals = stage_totals(results)
+    for stage, (p, m, n_ok, n) in totals.items():
+        s = STAGES[stage]
+        status = paint(f"{p:>3}/{m:<3}", "32" if p == m else "31" if p == 0 else "33")
+        lines.append(f"Stage {stage}  {s.title:<40} {status} {n_ok:>2}/{n} checks passed   ({s.module}.py)")
+        for r in results:
+            if r.stage != stage or (r.passed and not verbose):
+                continue
+            mark = paint("ok ", "32") if r.passed else paint("FAIL", "31")
+            lines.append(f"    {mark} {r.id:<24} {r.points}/{r.max_points}  {r.title}")
+            if not r.passed:
+                first = r.feedback.splitlines()[0]
+                lines.append(f"         {first[:300]}")
+    total = sum(r.points for r in results)
+    maximum = sum(r.max_points for r in results)
+    lines.append("")
+    lines.append(f"Total {total}/{maximum} points, {sum(r.passed for r in results)}/{len(results)} checks "
+                 f"passed, graded in {seconds:.1f} s")
+    return "\n".join(lines)
+
+
+def gradescope_results(results, seconds):
+    """Gradescope's results.json: one test per check, with its visibility."""
+    return {
+        "score": sum(r.points for r in results),
+        "execution_time": round(seconds, 2),
+        "stdout_visibility": "hidden",
+        "tests": [
+            {
+                "name": f"Stage {r.stage}: {r.title}",
+                "number": r.id,
+                "score": r.points,
+                "max_score": r.max_points,
+                "status": "passed" if r.passed else "failed",
+                "output": r.feedback,
+                "visibility": r.visibility,
+            }
+            for r in results
+        ],
+    }
+
+
+def write_json(data, path):
+    """Write atomically: a reader never sees half a file, a crash leaves the old one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
