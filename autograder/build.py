@@ -3,7 +3,6 @@ helper, and golden data. ``check`` reports drift between what is committed and w
 build would write (the test suite fails on drift)."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import torch

@@ -68,11 +68,14 @@ def check_shapes(obs, configs, expected_shape):
         label = f"{report['config']} ({report['dtype_in']} input)"
         result = report["result"]
         if "error" in result:
-            raise Fail(f"{label}: {describe_error(result['error'])}")
+            problem = describe_error(result["error"])
+            raise Fail(problem if result["error"]["not_implemented"] else f"{label}: {problem}")
         want = expected_shape(cfg)
         expect(result["shape"] == want, f"{label}: output shape is {tuple(result['shape'])}, expected {tuple(want)}")
         expect(result["dtype"] == report["dtype_in"],
                f"{label}: output dtype is {result['dtype']}; it should follow the input's dtype")
+        expect(result["device"] == report["device_in"],
+               f"{label}: output is on {result['device']} for an input on {report['device_in']}")
         expect(result["input_unchanged"], f"{label}: forward modified its input x in place; work on new tensors")
 
 

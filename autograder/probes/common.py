@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import importlib
 import io
-import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn as nn
 
 PROBES: dict = {}
 SUBMISSION_ROOT = Path(".")  # set by Lab: where the student's files are, to locate errors in them
@@ -203,7 +201,8 @@ def shape_reports(build, configs, device):
     for cfg in configs:
         for dtype in (torch.float32, torch.float64) if cfg.get("dtypes") else (torch.float32,):
             r = attempt(shape_report, build, cfg, device, dtype)
-            reports.append({"config": cfg["name"], "dtype_in": str(dtype).replace("torch.", ""), "result": r})
+            reports.append({"config": cfg["name"], "dtype_in": str(dtype).replace("torch.", ""),
+                            "device_in": torch.device(device).type, "result": r})
     return reports
 
 

@@ -1,8 +1,8 @@
 """Stage 5 probes: the mask as a plain attribute versus a registered buffer."""
 import torch
 
-from .common import ProbeError, attempt, device_report, load_by_name, plain, probe, qkv_weights, state_dict_report
-from .stage3 import D_IN, D_OUT, X, build_causal, known_forward
+from .common import attempt, device_report, probe, qkv_weights, state_dict_report
+from .stage3 import D_IN, D_OUT, build_causal, known_forward
 
 WITHOUT, WITH = "CausalAttentionWithoutBuffers", "CausalAttentionWithBuffer"
 

@@ -1,0 +1,123 @@
+"""Grading end to end: reference, stubs, and submissions broken in ways that must not stop grading."""
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograder.grade import SubmissionError, grade
+from autograder.registry import all_checks, max_points
+
+
+def by_id(results):
+    return {r.id: r for r in results}
+
+
+@pytest.fixture(scope="module")
+def reference(root):
+    return grade(root / "solutions")[0]
+
+
+@pytest.fixture(scope="module")
+def stubs(root):
+    return grade(root / "assignments")[0]
+
+
+def test_reference_gets_full_marks(reference):
+    failed = {r.id: r.feedback for r in reference if not r.passed}
+    assert not failed
+    assert sum(r.points for r in reference) == max_points()
+    assert {r.id for r in reference} == {c.id for c in all_checks()}
+
+
+def test_stubs_get_zero_and_say_not_implemented(stubs):
+    assert sum(r.points for r in stubs) == 0
+    for r in stubs:
+        assert r.feedback.startswith("not implemented yet"), (r.id, r.feedback)
+
+
+def test_syntax_error_names_file_and_line_and_other_stages_still_grade(make_submission, root):
+    text = (root / "solutions" / "attention_lab" / "causal.py").read_text().replace(
+        "num_tokens = x.shape[1]\n", "num_tokens = x.shape[1\n", 1)
+    results = by_id(grade(make_submission(causal=text), stages={1, 2, 3, 5})[0])
+    feedback = results["s3.causal.seeded"].feedback
+    assert "could not import attention_lab/causal.py" in feedback and "causal.py line" in feedback, feedback
+    assert all(r.passed for r in results.values() if r.stage in (1, 2, 5))
+
+
+def test_import_error_is_reported(make_submission):
+    results = grade(make_submission(simple="import no_such_module\n"), stages={1})[0]
+    assert all("ModuleNotFoundError" in r.feedback and "simple.py line 1" in r.feedback for r in results)
+
+
+def test_exit_during_import_blames_only_that_module(make_submission, root):
+    text = "import os\nos._exit(0)\n" + (root / "solutions" / "attention_lab" / "simple.py").read_text()
+    results = grade(make_submission(simple=text), stages={1, 2})[0]
+    for r in results:
+        if r.stage == 1:
+            assert not r.passed and "exited with code 0" in r.feedback, r.feedback
+        else:
+            assert r.passed, (r.id, r.feedback)
+
+
+def test_hang_times_out_and_the_rest_is_graded(make_submission, root):
+    text = (root / "solutions" / "attention_lab" / "simple.py").read_text() + (
+        "\n\ndef softmax_naive(scores):\n    while True:\n        pass\n")
+    start = time.monotonic()
+    results = by_id(grade(make_submission(simple=text), stages={1}, timeout_s=2)[0])
+    assert time.monotonic() - start < 30
+    assert "timed out after 2 s" in results["s1.softmax_naive"].feedback
+    assert results["s1.softmax_stable"].passed and results["s1.context_vectors_all"].passed
+
+
+def test_tensor_subclass_is_refused(make_submission, root):
+    text = (root / "solutions" / "attention_lab" / "simple.py").read_text() + (
+        "\n\nclass Liar(torch.Tensor):\n    def __eq__(self, other):\n        return True\n\n\n"
+        "_orig = attention_scores\n\ndef attention_scores(inputs, query):\n    return _orig(inputs, query).as_subclass(Liar)\n")
+    results = by_id(grade(make_submission(simple=text), stages={1})[0])
+    assert not results["s1.scores"].passed and "subclass" in results["s1.scores"].feedback
+    assert results["s1.scores_loop"].passed
+
+
+@pytest.mark.parametrize("bad", ["does-not-exist", "empty"])
+def test_missing_or_malformed_submission(tmp_path, bad):
+    path = tmp_path / bad
+    if bad == "empty":
+        (path / "attention_lab").mkdir(parents=True)
+    with pytest.raises(SubmissionError):
+        grade(path)
+
+
+def test_cli_reference_full_marks_and_gradescope_json(root, tmp_path):
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(root / "solutions"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"Total {max_points()}/{max_points()} points" in proc.stdout
+    for n in range(1, 6):
+        assert f"Stage {n}" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["score"] == max_points()
+    assert len(data["tests"]) == len(all_checks())
+    for t in data["tests"]:
+        assert set(t) >= {"name", "score", "max_score", "output", "visibility"}
+        assert t["visibility"] in ("visible", "hidden", "after_due_date", "after_published")
+        assert t["score"] == t["max_score"]
+
+
+def test_cli_stubs_zero_exit_zero(root):
+    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(root / "assignments")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0
+    assert f"Total 0/{max_points()} points" in proc.stdout
+    assert "not implemented yet" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [["grade", "no/such/folder"], ["grade", "README.md"]])
+def test_cli_bad_submission_exits_nonzero_with_message(root, args):
+    proc = subprocess.run([sys.executable, "-m", "autograder.cli", *args], capture_output=True, text=True,
+                          cwd=root, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("attention-lab: ")
+    assert "Traceback" not in proc.stderr
