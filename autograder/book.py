@@ -1,10 +1,20 @@
 """The numbers the chapter prints, to 4 decimals: what the seeded examples must reproduce.
 
 ``tests/test_book.py`` holds these against the reference and against the seed notes' text.
+The build copies this file into ``assignments/tests/`` for the public self-checks: only torch here.
 """
 import torch
 
 T = torch.tensor
+
+# "Your journey starts with one step": the inputs of every seeded example (one row per token).
+INPUTS = T([[0.43, 0.15, 0.89],   # Your     (x^1)
+            [0.55, 0.87, 0.66],   # journey  (x^2)
+            [0.57, 0.85, 0.64],   # starts   (x^3)
+            [0.22, 0.58, 0.33],   # with     (x^4)
+            [0.77, 0.25, 0.10],   # one      (x^5)
+            [0.05, 0.80, 0.55]])  # step     (x^6)
+BATCH = torch.stack((INPUTS, INPUTS), dim=0)  # the book's batch: two copies of the sentence
 
 ATTN_SCORES_2 = T([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
 WEIGHTS_2_BY_SUM = T([0.1455, 0.2278, 0.2249, 0.1285, 0.1077, 0.1656])

@@ -92,9 +92,17 @@ def _numbers(text):
 
 
 @pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed notes are not beside this checkout")
-@pytest.mark.parametrize("name", [n for n in dir(book) if n.isupper() and isinstance(getattr(book, n), torch.Tensor)])
+@pytest.mark.parametrize("name", [n for n in dir(book) if n.isupper() and isinstance(getattr(book, n), torch.Tensor)
+                                  and n not in ("INPUTS", "BATCH")])
 def test_book_values_are_printed_in_the_seeds(name):
     """Every constant of book.py appears, digit for digit and in order, in the seed notes."""
     printed = " ".join(_numbers(" ".join(p.read_text() for p in sorted(SEEDS.glob("*.txt")))))
     ours = " ".join(f"{v:.4f}" for v in getattr(book, name).flatten().tolist()).replace("-0.0000", "0.0000")
     assert ours in printed, f"{name} is not printed in the seed notes"
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed notes are not beside this checkout")
+def test_book_inputs_are_the_seeds():
+    text = " ".join(p.read_text() for p in sorted(SEEDS.glob("*.txt")))
+    for row in book.INPUTS.tolist():
+        assert "[" + ", ".join(f"{v:.2f}" for v in row) + "]" in text
