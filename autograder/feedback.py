@@ -60,9 +60,14 @@ def describe_row_sums(weights, name="your attention weights", atol=1e-4):
 
 def describe_future(weights, name="your attention weights"):
     """None when nothing above the diagonal is nonzero, else the first future position that is."""
+    weights = weights.detach().cpu()
+    if not torch.isfinite(weights).all():
+        idx = (~torch.isfinite(weights)).nonzero()[0].tolist()
+        return (f"{name}{_index(idx)} is {weights[tuple(idx)].item()}: a row whose scores are all masked "
+                "gives nan (does the mask hide the diagonal too?)")
     n = weights.shape[-1]
     future = torch.triu(torch.ones(weights.shape[-2], n, dtype=torch.bool), diagonal=1)
-    leak = (weights.detach().cpu() != 0) & future
+    leak = (weights != 0) & future
     if not leak.any():
         return None
     idx = leak.nonzero()[0].tolist()

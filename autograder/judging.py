@@ -114,6 +114,9 @@ def check_dropout(out, p, what):
            "dropout must act on the attention weights after the softmax")
     ratio = weights[kept] / uniform[kept]
     scale = 1 / (1 - p)
+    expect(bool(ratio.isfinite().all()) and float(ratio.max() - ratio.min()) <= 1e-3 * float(ratio.abs().max()),
+           f"{what}: with equal scores every visible token should get the same weight (1/(t+1) in row t) before "
+           "dropout, but the kept weights differ within a row; check the mask and the softmax first")
     if not torch.allclose(ratio, torch.full_like(ratio, scale), rtol=1e-4, atol=0):
         seen = ratio.median().item()
         hint = " (that is 1/p; use 1/(1-p), as nn.Dropout does)" if abs(seen - 1 / p) < 1e-3 else ""
@@ -127,6 +130,7 @@ def check_dropout(out, p, what):
 
 def check_eval(obs, what):
     rep = get(obs)
+    expect(bool(rep["first"].isfinite().all()), f"{what} in eval mode gives nan or inf")
     expect(torch.equal(rep["first"], rep["second"]),
            f"{what}: two calls in eval mode gave different outputs; dropout must be off in eval mode "
            "(nn.Dropout does this; F.dropout needs training=self.training)")

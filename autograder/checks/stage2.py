@@ -52,7 +52,7 @@ def v2_known(obs, golden):
         expect(result["has_bias"] == (key == "bias"),
                f"SelfAttention_v2(..., qkv_bias={key == 'bias'}): W_query.bias should "
                f"{'exist' if key == 'bias' else 'be None'}")
-        expect_close(result["out"], golden[key]["out"], f"SelfAttention_v2 output (qkv_bias={key == 'bias'})")
+        expect_close(get(result, "out"), golden[key]["out"], f"SelfAttention_v2 output (qkv_bias={key == 'bias'})")
 
 
 @check("s2.copy_v2_into_v1", stage=2, points=2, probe="s2.copy", devices=NUMERIC,

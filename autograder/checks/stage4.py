@@ -122,6 +122,9 @@ def mha_gradients(obs, golden):
 def pytorch_known(obs, golden):
     for key in ("no_bias", "bias"):
         expect_close(get(obs, key), golden[key], f"MultiHeadAttentionPyTorch output (qkv_bias={key == 'bias'})")
+    raised = get(obs, "d_in_mismatch")
+    expect(raised == "ValueError", f"MultiHeadAttentionPyTorch(4, {golden['no_bias'].shape[-1]}, ...) should raise "
+           f"ValueError (nn.MultiheadAttention needs d_in == d_out); it {'raised ' + raised if raised else 'did not'}")
 
 
 @check("s4.pytorch.no_leak", stage=4, points=1, probe="s4.pytorch.leak", devices=NUMERIC,

@@ -171,8 +171,8 @@ def qkv_weights(d_in, d_out, seed, bias, prefix=""):
 
 
 def forward(module, x):
-    out = module(x)
-    return plain(out, "the output of forward")
+    # Every call gets its own copy: an in-place edit of x must not leak into later probes.
+    return plain(module(x.clone()), "the output of forward")
 
 
 def shape_report(build, cfg, device, dtype=torch.float32):
@@ -205,7 +205,7 @@ def leak_report(module, d_in, num_tokens, device):
     """
     module = module.to(device).eval()
     x = randn(2, num_tokens, d_in, seed=11).to(device)
-    base = plain(module(x))
+    base = plain(module(x.clone()))
     moved = torch.zeros(num_tokens)
     for t in range(1, num_tokens):
         x2 = x.clone()
@@ -257,15 +257,15 @@ def eval_report(build, weights, device):
     for name, p in (("dropout", DROPOUT_P), ("no_dropout", 0.0)):
         m = load_by_name(build(p), weights).to(device).eval()
         torch.manual_seed(1)
-        first = plain(m(x))
+        first = plain(m(x.clone()))
         torch.manual_seed(2)
-        outs[name] = [first, plain(m(x))]
+        outs[name] = [first, plain(m(x.clone()))]
     return {"first": outs["dropout"][0], "second": outs["dropout"][1], "p0": outs["no_dropout"][0]}
 
 
 def gradient_report(module, x):
     module.train(False)
-    out = module(x)
+    out = module(x.clone())
     if type(out) is not torch.Tensor:
         raise ProbeError("forward should return a plain torch.Tensor")
     out.square().sum().backward()
@@ -278,7 +278,7 @@ def device_report(build, weights, device, d_in):
     module = load_by_name(build(), weights)
     x = randn(2, 5, d_in, seed=31)
     module.eval()
-    reference = plain(module(x)) if device != "meta" else None
+    reference = plain(module(x.clone())) if device != "meta" else None
     module.to(device)
     mask = getattr(module, "mask", None)
     report = {
@@ -287,7 +287,7 @@ def device_report(build, weights, device, d_in):
     }
 
     def run():
-        out = module(x.to(device))
+        out = module(x.to(device).clone())
         summary = meta_summary(out)
         if device != "meta":
             summary["matches_cpu"] = bool(torch.allclose(plain(out), reference, atol=1e-4, rtol=1e-4))
@@ -311,7 +311,7 @@ def state_dict_report(build, device, d_in):
     with torch.no_grad():
         mask[last, 0] = 1
     x = randn(2, mask.shape[0], d_in, seed=41)
-    changed = plain(module(x.to(device)))
+    changed = plain(module(x.to(device).clone()))
     buf = io.BytesIO()
     torch.save(module.state_dict(), buf)
     buf.seek(0)
@@ -321,5 +321,5 @@ def state_dict_report(build, device, d_in):
     return {
         "keys": sorted(module.state_dict().keys()),
         "change_survived": bool(isinstance(fresh_mask, torch.Tensor) and plain(fresh_mask)[last, 0] != 0),
-        "outputs_match": bool(torch.allclose(plain(fresh(x)), changed, atol=1e-5, rtol=1e-5)),
+        "outputs_match": bool(torch.allclose(plain(fresh(x.clone())), changed, atol=1e-5, rtol=1e-5)),
     }

@@ -8,7 +8,7 @@ EXTRA = randn(5, 4, seed=1)  # inputs nobody printed: a memorised answer does no
 
 def _call(lab, name, *args):
     fn = getattr(lab.simple, name)
-    return plain(fn(*args), f"{name}(...)")
+    return plain(fn(*[a.clone() for a in args]), f"{name}(...)")  # copies: in-place edits stay local
 
 
 def _book_and_extra(lab, device, name, book_args, extra_args):
@@ -36,7 +36,7 @@ def normalize_by_sum(lab, device):
 
 @probe("s1.softmax_naive", golden=True)
 def softmax_naive(lab, device):
-    return _book_and_extra(lab, device, "softmax_naive", (BOOK_SCORES_2,), (EXTRA[0],))
+    return _book_and_extra(lab, device, "softmax_naive", (BOOK_SCORES_2,), (EXTRA,))  # 2-D: over the last dim
 
 
 LARGE = torch.tensor([[1000.0, 1001.0, 999.0, 0.0], [-1000.0, -1001.0, -999.5, -2000.0]])

@@ -9,7 +9,8 @@ X = randn(7, D_IN, seed=2)
 
 @probe("s2.one_query", golden=True)
 def one_query(lab, device):
-    def run(W_query, W_key, W_value, inputs, x_query):
+    def run(*args):
+        W_query, W_key, W_value, inputs, x_query = [a.clone() for a in args]
         result = lab.self_attention.attend_one_query(x_query, inputs, W_query, W_key, W_value)
         if not isinstance(result, (tuple, list)) or len(result) != 3:
             raise ValueError("attend_one_query should return (attn_scores, attn_weights, context_vec)")
@@ -64,8 +65,9 @@ def v2_known(lab, device):
         module = lab.self_attention.SelfAttention_v2(D_IN, D_OUT, qkv_bias=bias)
         kinds = {n: type(getattr(module, n, None)).__name__ for n in ("W_query", "W_key", "W_value")}
         has_bias = getattr(getattr(module, "W_query", None), "bias", None) is not None
-        load_by_name(module, qkv_weights(D_IN, D_OUT, seed=60, bias=bias))
-        return {"kinds": kinds, "has_bias": has_bias, "out": forward(module.to(device), X.to(device))}
+        weights = qkv_weights(D_IN, D_OUT, seed=60, bias=bias)
+        out = attempt(lambda: forward(load_by_name(module, weights).to(device), X.to(device)))
+        return {"kinds": kinds, "has_bias": has_bias, "out": out}
 
     return {"no_bias": attempt(run, False), "bias": attempt(run, True)}
 

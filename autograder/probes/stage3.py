@@ -23,7 +23,7 @@ EXTRA_SCORES = randn(7, 7, seed=3, scale=2.0)
 
 def _mask_probe(lab, device, name):
     def run(scores, d_k):
-        return plain(getattr(lab.causal, name)(scores.to(device), d_k), f"{name}(...)")
+        return plain(getattr(lab.causal, name)(scores.to(device).clone(), d_k), f"{name}(...)")
 
     return {"book": attempt(run, book_scores(), 2), "extra": attempt(run, EXTRA_SCORES, 4)}
 

@@ -200,7 +200,16 @@ def pytorch_known(lab, device):
         load_by_name(module, pytorch_weights(bias))
         return forward(module.to(device).eval(), XE.to(device))
 
-    return {"no_bias": attempt(run, False), "bias": attempt(run, True)}
+    def mismatch():
+        try:
+            lab.multihead.MultiHeadAttentionPyTorch(4, E, 8, 0.0, num_heads=2)
+        except ValueError:
+            return "ValueError"
+        except Exception as exc:
+            return type(exc).__name__
+        return ""
+
+    return {"no_bias": attempt(run, False), "bias": attempt(run, True), "d_in_mismatch": attempt(mismatch)}
 
 
 @probe("s4.pytorch.leak")

@@ -1,0 +1,13 @@
+"""MultiHeadAttention merges the heads with reshape(b, num_tokens, d_out) without first swapping heads and tokens back."""
+MODULE = "multihead"
+LOSES = ["s4.mha.known_weights", "s4.mha.seeded"]
+
+
+class MultiHeadAttention(MultiHeadAttention):
+    def forward(self, x):
+        b, n, _ = x.shape
+        split = lambda t: t.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+        queries, keys, values = split(self.W_query(x)), split(self.W_key(x)), split(self.W_value(x))
+        scores = (queries @ keys.transpose(2, 3)).masked_fill(self.mask.bool()[:n, :n], -torch.inf)
+        weights = self.dropout(torch.softmax(scores / self.head_dim ** 0.5, dim=-1))
+        return self.out_proj((weights @ values).reshape(b, n, self.d_out))
