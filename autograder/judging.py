@@ -7,6 +7,7 @@ from .book import PRINTED
 from .feedback import describe_mismatch, describe_row_sums
 from .registry import Fail
 
+BIAS_CASES = {"no_bias": "qkv_bias=False", "bias": "qkv_bias=True"}
 ATOL = 1e-5  # float32 against the float32 reference: differences of rounding only
 RTOL = 1e-4
 
@@ -43,6 +44,21 @@ def expect_close(actual, expected, what, atol=ATOL, rtol=RTOL, reveal=False):
 def expect_book(actual, printed, what):
     """Against the chapter's printed numbers (public, so the expected values are shown)."""
     expect_close(actual, printed, what, atol=PRINTED, rtol=0, reveal=True)
+
+
+def expect_book_batch(obs, printed, call):
+    """The book's batch is two copies of the inputs: both outputs are the printed numbers."""
+    out = get(obs, "out")
+    expect(out.dim() == 3 and out.shape[0] == 2,
+           f"{call} has shape {tuple(out.shape)}, expected (2, 6, {printed.shape[-1]})")
+    for b in range(2):
+        expect_book(out[b], printed, f"{call}[{b}]")
+
+
+def expect_golden(obs, golden, cases, what):
+    """Known-weights outputs against the reference's: ``cases`` maps observation keys to labels."""
+    for key, label in cases.items():
+        expect_close(get(obs, key), golden[key], f"{what} output ({label})")
 
 
 def expect_rows_sum_to_one(weights, what):

@@ -3,8 +3,8 @@ import torch
 
 from .. import book
 from ..feedback import describe_future
-from ..judging import (check_dropout, check_eval, check_gradients, check_leak, check_shapes, expect, expect_book,
-                       expect_close, expect_rows_sum_to_one, get)
+from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, expect,
+                       expect_book, expect_book_batch, expect_close, expect_golden, expect_rows_sum_to_one, get)
 from ..probes.common import DROPOUT_P
 from ..probes.stage3 import SHAPE_CONFIGS, expected_shape
 from ..registry import MOVES, NUMERIC, Fail, check
@@ -38,17 +38,13 @@ def mask_fill(obs, golden):
 @check("s3.causal.seeded", stage=3, points=2, probe="s3.causal.seeded", devices=NUMERIC,
        title="CausalAttention reproduces the book under torch.manual_seed(123)")
 def causal_seeded(obs, golden):
-    out = get(obs, "out")
-    expect(out.dim() == 3, f"CausalAttention(3, 2, 6, 0.0)(batch) has shape {tuple(out.shape)}, expected (2, 6, 2)")
-    for b in range(out.shape[0]):
-        expect_book(out[b], book.CAUSAL_ATTENTION, f"CausalAttention(3, 2, 6, 0.0)(batch)[{b}]")
+    expect_book_batch(obs, book.CAUSAL_ATTENTION, "CausalAttention(3, 2, 6, 0.0)(batch)")
 
 
 @check("s3.causal.known_weights", stage=3, points=3, probe="s3.causal.known_weights", devices=NUMERIC,
        title="CausalAttention output with known weights (6 tokens in a context of 8, with and without bias)")
 def causal_known(obs, golden):
-    for key in ("no_bias", "bias"):
-        expect_close(get(obs, key), golden[key], f"CausalAttention output (qkv_bias={key == 'bias'})")
+    expect_golden(obs, golden, BIAS_CASES, "CausalAttention")
 
 
 @check("s3.causal.shapes", stage=3, points=2, probe="s3.causal.shapes", devices=NUMERIC,

@@ -1,25 +1,17 @@
 """Stage 4 judges: multi-head attention."""
 from .. import book
-from ..judging import (check_dropout, check_eval, check_gradients, check_leak, check_shapes, expect, expect_book,
-                       expect_close, get)
+from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, expect,
+                       expect_book_batch, expect_golden, get)
 from ..probes.common import DROPOUT_P
 from ..probes.stage4 import MHA_SHAPES, WRAPPER_SHAPES
 from ..registry import MOVES, NUMERIC, check
 from .stage3 import check_device
 
 
-def _seeded(obs, printed, call):
-    out = get(obs, "out")
-    expect(out.dim() == 3 and out.shape[0] == 2,
-           f"{call} has shape {tuple(out.shape)}, expected (2, 6, {printed.shape[-1]})")
-    for b in range(2):
-        expect_book(out[b], printed, f"{call}[{b}]")
-
-
 @check("s4.wrapper.seeded", stage=4, points=2, probe="s4.wrapper.seeded", devices=NUMERIC,
        title="MultiHeadAttentionWrapper reproduces the book under torch.manual_seed(123)")
 def wrapper_seeded(obs, golden):
-    _seeded(obs, book.MHA_WRAPPER, "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
+    expect_book_batch(obs, book.MHA_WRAPPER, "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
 
 
 @check("s4.wrapper.structure", stage=4, points=1, probe="s4.wrapper.structure",
@@ -36,8 +28,8 @@ def wrapper_structure(obs, golden):
 @check("s4.wrapper.known_weights", stage=4, points=2, probe="s4.wrapper.known_weights", devices=NUMERIC,
        title="MultiHeadAttentionWrapper output with known weights per head")
 def wrapper_known(obs, golden):
-    for key in ("heads3", "heads1_bias"):
-        expect_close(get(obs, key), golden[key], f"MultiHeadAttentionWrapper output ({key})")
+    expect_golden(obs, golden, {"heads3": "3 heads", "heads1_bias": "1 head, qkv_bias=True"},
+                  "MultiHeadAttentionWrapper")
 
 
 @check("s4.wrapper.shapes", stage=4, points=1, probe="s4.wrapper.shapes", devices=NUMERIC,
@@ -49,15 +41,14 @@ def wrapper_shapes(obs, golden):
 @check("s4.mha.seeded", stage=4, points=2, probe="s4.mha.seeded", devices=NUMERIC,
        title="MultiHeadAttention reproduces the book under torch.manual_seed(123)")
 def mha_seeded(obs, golden):
-    _seeded(obs, book.MHA, "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)")
+    expect_book_batch(obs, book.MHA, "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)")
 
 
 @check("s4.mha.known_weights", stage=4, points=4, probe="s4.mha.known_weights", devices=NUMERIC,
        title="MultiHeadAttention output with known weights, 1 to 4 heads, with and without qkv_bias")
 def mha_known(obs, golden):
-    for key, label in (("heads1", "1 head"), ("heads2", "2 heads"), ("heads4", "4 heads, d_out=8"),
-                       ("heads3_bias", "3 heads, d_out=6, qkv_bias=True")):
-        expect_close(get(obs, key), golden[key], f"MultiHeadAttention output ({label})")
+    expect_golden(obs, golden, {"heads1": "1 head", "heads2": "2 heads", "heads4": "4 heads, d_out=8",
+                                "heads3_bias": "3 heads, d_out=6, qkv_bias=True"}, "MultiHeadAttention")
 
 
 @check("s4.mha.shapes", stage=4, points=2, probe="s4.mha.shapes", devices=NUMERIC,
@@ -120,8 +111,7 @@ def mha_gradients(obs, golden):
 @check("s4.pytorch.known_weights", stage=4, points=2, probe="s4.pytorch.known_weights", devices=NUMERIC,
        title="MultiHeadAttentionPyTorch wraps nn.MultiheadAttention with a causal mask")
 def pytorch_known(obs, golden):
-    for key in ("no_bias", "bias"):
-        expect_close(get(obs, key), golden[key], f"MultiHeadAttentionPyTorch output (qkv_bias={key == 'bias'})")
+    expect_golden(obs, golden, BIAS_CASES, "MultiHeadAttentionPyTorch")
     raised = get(obs, "d_in_mismatch")
     expect(raised == "ValueError", f"MultiHeadAttentionPyTorch(4, {golden['no_bias'].shape[-1]}, ...) should raise "
            f"ValueError (nn.MultiheadAttention needs d_in == d_out); it {'raised ' + raised if raised else 'did not'}")
