@@ -4,6 +4,9 @@ Shared by the hidden judges and the public self-checks (the build copies this fi
 ``assignments/tests/`` so that a student's folder needs nothing but torch and pytest).
 Only torch and the standard library may be imported here.
 """
+import linecache
+from pathlib import Path
+
 import torch
 
 
@@ -73,3 +76,73 @@ def describe_future(weights, name="your attention weights"):
     idx = leak.nonzero()[0].tolist()
     return (f"{name}{_index(idx)} is {weights[tuple(idx)].item():.4f}: token {idx[-2]} attends to token "
             f"{idx[-1]}, which comes after it; everything above the diagonal must be 0")
+
+
+# --- exceptions raised by the student's code -------------------------------------------------
+
+def problem(kind, message, **located):
+    """An error record as plain data (it crosses from the grader's child process as is)."""
+    record = {"type": kind, "message": message, "where": "", "code": "", "function": "",
+              "not_implemented": False, "importing": ""}
+    record.update(located)
+    return record
+
+
+def _inside(filename, package):
+    path = Path(filename)
+    return package is not None and path.is_absolute() and path.resolve().is_relative_to(package)
+
+
+def _shown(filename, package):
+    """``attention_lab/causal.py`` rather than a full path."""
+    path = Path(filename).resolve()
+    return f"attention_lab/{path.relative_to(package).as_posix()}" if _inside(filename, package) else path.name
+
+
+def error_record(exc, package=None, importing=""):
+    """``exc`` as plain data, located at its innermost frame inside ``package`` (the student's
+    ``attention_lab/`` folder): file, line, function and the line of code."""
+    package = Path(package).resolve() if package is not None else None
+    located = {"not_implemented": isinstance(exc, NotImplementedError), "importing": importing}
+    if isinstance(exc, SyntaxError) and exc.filename:
+        located.update(where=f"{_shown(exc.filename, package)} line {exc.lineno}", code=(exc.text or "").strip())
+        return problem(type(exc).__name__, exc.msg, **located)
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if _inside(code.co_filename, package):
+            located.update(where=f"{_shown(code.co_filename, package)} line {tb.tb_lineno}",
+                           code=linecache.getline(code.co_filename, tb.tb_lineno).strip()[:200],
+                           function=getattr(code, "co_qualname", code.co_name))
+        tb = tb.tb_next
+    return problem(type(exc).__name__, str(exc)[:600], **located)
+
+
+def _message(text):
+    lines = (text.strip() or "(no message)").splitlines()
+    return "\n    ".join(lines[:6]) + ("\n    ..." if len(lines) > 6 else "")
+
+
+# Problems the kit itself reports (timeouts, crashes, unreadable results): their message says it all.
+KIT_PROBLEMS = ("ProbeError", "Timeout", "Crash", "NotRun", "BadResult")
+
+
+def describe_error(rec, what=""):
+    """One sentence about an error record; ``what`` names the call when no frame of the student's is known."""
+    text = _located(rec, what)
+    return f"could not import {rec['importing']}: {text}" if rec["importing"] else text
+
+
+def _located(rec, what):
+    function = "" if rec["function"].startswith("<") else rec["function"]  # "<module>": while importing
+    if rec["not_implemented"]:
+        name = function or what
+        where = f" ({rec['where']})" if rec["where"] else ""
+        return f"not implemented yet: {name}{where}" if name else f"not implemented yet{where}"
+    if rec["type"] in KIT_PROBLEMS:
+        return rec["message"]
+    if not rec["where"]:
+        return f"{what + ' raised ' if what else ''}{rec['type']}: {_message(rec['message'])}"
+    code = f" in `{rec['code']}`" if rec["code"] else ""
+    who = f"{function} raised " if function else ""
+    return f"{who}{rec['type']} at {rec['where']}{code}: {_message(rec['message'])}"

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from .golden import load_golden
-from .judging import describe_error
+from .feedback import describe_error
 from .registry import STAGES, Fail, all_checks
 from .runner import Task, run_tasks
 

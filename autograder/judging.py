@@ -4,25 +4,12 @@ from __future__ import annotations
 import torch
 
 from .book import PRINTED
-from .feedback import describe_mismatch, describe_row_sums
+from .feedback import describe_error, describe_mismatch, describe_row_sums
 from .registry import Fail
 
 BIAS_CASES = {"no_bias": "qkv_bias=False", "bias": "qkv_bias=True"}
 ATOL = 1e-5  # float32 against the float32 reference: differences of rounding only
 RTOL = 1e-4
-
-
-def describe_error(rec):
-    if rec.get("importing"):
-        where = f" at {rec['where']}" if rec["where"] else ""
-        return f"could not import {rec['importing']}: {rec['type']}{where}: {rec['message']}"
-    if rec["not_implemented"]:
-        return "not implemented yet" + (f" ({rec['where']}: `{rec['code']}`)" if rec["where"] else "")
-    if rec["type"] in ("ProbeError", "Timeout", "Crash", "NotRun", "BadResult"):
-        return rec["message"]
-    where = f" at {rec['where']}" if rec["where"] else ""
-    code = f" in `{rec['code']}`" if rec["code"] else ""
-    return f"{rec['type']}{where}{code}: {rec['message']}"
 
 
 def get(obs, *keys):

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import torch
 
+from .feedback import problem
+
 KIT_PARENT = Path(__file__).resolve().parent.parent
 TASK_TIMEOUT_S = 30.0
 MAX_CHILDREN = 12  # a submission that crashes every child still finishes grading
@@ -32,8 +34,7 @@ class Task:
 
 
 def error(kind, message):
-    return {"error": {"type": kind, "message": message, "where": "", "code": "",
-                      "not_implemented": False, "importing": ""}}
+    return {"error": problem(kind, message)}
 
 
 PLAIN_SCALARS = (str, int, float, bool, type(None))

@@ -8,14 +8,13 @@ line that names your file and line instead of a long traceback through the test 
 """
 import importlib
 import importlib.util
-import linecache
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from feedback import describe_future, describe_mismatch, describe_row_sums
+from feedback import describe_error, describe_future, describe_mismatch, describe_row_sums, error_record
 
 from book import PRINTED
 
@@ -40,52 +39,8 @@ def _package_dir():
     return Path(origin).resolve().parent if origin else None
 
 
-def _shown(filename):
-    """``attention_lab/causal.py`` rather than a full path."""
-    path = Path(filename).resolve()
-    package = _package_dir()
-    if package is not None and path.is_relative_to(package):
-        return f"attention_lab/{path.relative_to(package).as_posix()}"
-    return path.name
-
-
-def _your_frame(exc):
-    """(file, line, function, code) of the innermost frame of the traceback in attention_lab/."""
-    package, found = _package_dir(), None
-    tb = exc.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        path = Path(code.co_filename)
-        if package is not None and path.is_absolute() and path.resolve().is_relative_to(package):
-            source = linecache.getline(code.co_filename, tb.tb_lineno).strip()
-            found = (_shown(code.co_filename), tb.tb_lineno, getattr(code, "co_qualname", code.co_name), source)
-        tb = tb.tb_next
-    return found
-
-
-def _message(exc):
-    text = str(exc).strip() or "(no message)"
-    lines = text.splitlines()
-    text = "\n    ".join(lines[:6]) + ("\n    ..." if len(lines) > 6 else "")
-    return text if len(text) <= 600 else text[:600] + " ..."
-
-
 def _describe(exc, what):
-    frame = _your_frame(exc)
-    if frame is None:  # raised before your code ran, e.g. a call with the wrong arguments
-        return f"{what} raised {type(exc).__name__}: {_message(exc)}"
-    file, line, function, source = frame
-    code = f" in `{source}`" if source else ""
-    who = "" if function.startswith("<") else f"{function} raised "  # "<module>": while importing
-    return f"{who}{type(exc).__name__} at {file} line {line}{code}: {_message(exc)}"
-
-
-def _not_implemented(exc, what):
-    frame = _your_frame(exc)
-    if frame is None:
-        return f"not implemented yet: {what}"
-    file, line, function, _ = frame
-    return f"not implemented yet: {function} ({file} line {line})"
+    return describe_error(error_record(exc, _package_dir()), what)
 
 
 def _name(fn):
@@ -106,9 +61,7 @@ def run(fn, *args, what=None, **kwargs):
     args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     try:
         return fn(*args, **kwargs)
-    except NotImplementedError as exc:
-        problem = _not_implemented(exc, what)
-    except Exception as exc:
+    except Exception as exc:  # NotImplementedError included: it reads "not implemented yet: ..."
         problem = _describe(exc, what)
     fail(problem)  # outside the except block: no "During handling of the above exception" chain
 
@@ -119,7 +72,7 @@ def expect_raises(error, fn, *args, what=None, because="", **kwargs):
     try:
         fn(*args, **kwargs)
     except NotImplementedError as exc:
-        problem = _not_implemented(exc, what)
+        problem = _describe(exc, what)
     except error:
         return
     except Exception as exc:
@@ -146,15 +99,9 @@ def student(name):
     filename = f"attention_lab/{name}.py"
     try:
         return _YourModule(importlib.import_module(f"attention_lab.{name}"), filename)
-    except SyntaxError as exc:
-        where = f"{_shown(exc.filename)} line {exc.lineno}" if exc.filename else filename
-        code = f": `{exc.text.strip()}`" if exc.text and exc.text.strip() else ""
-        problem = f"{type(exc).__name__} at {where}: {exc.msg}{code}"
-    except NotImplementedError as exc:
-        problem = _not_implemented(exc, filename)
-    except Exception as exc:
-        problem = _describe(exc, f"importing {filename}")
-    fail(f"could not import {filename}: {problem}")
+    except Exception as exc:  # SyntaxError, ImportError, NotImplementedError, ...
+        problem = describe_error(error_record(exc, _package_dir(), importing=filename))
+    fail(problem)
 
 
 # --- comparing results ----------------------------------------------------------------------

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import io
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from ..book import BATCH, INPUTS  # noqa: F401  (the chapter's inputs: public data the probes use)
+from ..feedback import error_record, problem
 
 PROBES: dict = {}
 SUBMISSION_ROOT = Path(".")  # set by Lab: where the student's files are, to locate errors in them
@@ -29,7 +31,6 @@ def probe(name, golden=False):
     return register
 
 
-from ..book import BATCH, INPUTS  # noqa: E402,F401  (the chapter's inputs: public data)
 
 
 class ProbeError(Exception):
@@ -64,36 +65,12 @@ class Lab:
         try:
             return importlib.import_module(f"attention_lab.{name}")
         except BaseException as exc:  # SyntaxError, ImportError, NameError, SystemExit, ...
-            record = error_record(exc, self.root, importing=f"attention_lab/{name}.py")
+            record = error_record(exc, self.root / "attention_lab", importing=f"attention_lab/{name}.py")
             self._failed[name] = record
             raise StudentImportError(record) from None
 
     def mark_broken(self, name, message):
-        self._failed[name] = {"type": "ImportCrash", "message": message, "where": f"{name}.py",
-                              "code": "", "not_implemented": False, "importing": f"attention_lab/{name}.py"}
-
-
-def error_record(exc, root, importing=""):
-    """Plain-data description of an exception, located in the student's own files when possible."""
-    root = str(Path(root).resolve())
-    where, code = "", ""
-    if isinstance(exc, SyntaxError) and exc.filename:
-        where, code = f"{Path(exc.filename).name} line {exc.lineno}", (exc.text or "").strip()
-    else:
-        for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-            if frame.filename.startswith(root):
-                where = f"{Path(frame.filename).name} line {frame.lineno}, in {frame.name}"
-                code = (frame.line or "").strip()
-                break
-    message = str(exc) if not isinstance(exc, SyntaxError) else exc.msg
-    return {
-        "type": type(exc).__name__,
-        "message": message[:500],
-        "where": where,
-        "code": code[:200],
-        "not_implemented": isinstance(exc, NotImplementedError),
-        "importing": importing,
-    }
+        self._failed[name] = problem("Crash", message, importing=f"attention_lab/{name}.py")
 
 
 def attempt(fn, *args, **kwargs):
@@ -103,10 +80,9 @@ def attempt(fn, *args, **kwargs):
     except StudentImportError as exc:
         return {"error": exc.record}
     except ProbeError as exc:
-        return {"error": {"type": "ProbeError", "message": str(exc), "where": "", "code": "",
-                          "not_implemented": False, "importing": ""}}
+        return {"error": problem("ProbeError", str(exc))}
     except Exception as exc:
-        return {"error": error_record(exc, SUBMISSION_ROOT)}
+        return {"error": error_record(exc, SUBMISSION_ROOT / "attention_lab")}
 
 
 def plain(t, what="the result"):
