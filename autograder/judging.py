@@ -59,11 +59,6 @@ def expect(condition, message):
         raise Fail(message)
 
 
-def golden_pairs(obs, golden, keys):
-    """For each key: the student's tensor and the reference's, errors turned into feedback."""
-    return [(key, get(obs, key), golden[key]) for key in keys]
-
-
 def check_shapes(obs, configs, expected_shape):
     """Judge ``shape_reports``: shape, dtype and device follow the input; input untouched."""
     for report in get(obs, "reports"):
