@@ -24,7 +24,7 @@ def main(argv=None):
         times, score = [], None
         for _ in range(args.repeat):
             start = time.perf_counter()
-            results, _ = grade(KIT_ROOT / name)
+            results = grade(KIT_ROOT / name).results
             times.append(time.perf_counter() - start)
             score = f"{sum(r.points for r in results)}/{sum(r.max_points for r in results)}"
         print(f"{name:<12} score {score:>6}  median {statistics.median(times):.2f} s  "

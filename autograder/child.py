@@ -1,9 +1,10 @@
-"""The child process: imports the student's package and runs the probes it is given.
+"""The child process: confines itself, imports the student's package, runs the probes it is given.
 
-Started by ``runner.py`` as ``python -I -m autograder.child JOB.json``. It writes one file
-of plain data per task (atomically) and, before each task, the task's index to ``current``,
-so the parent can tell which task a crash or a hang belongs to.
+Started by ``runner.py`` with ``python -I -S``. Everything before ``confine.arm`` is trusted
+set-up that runs before any student code. Per task it writes the task's index to ``current``
+(so the parent can blame a crash or hang on it) and then one file of plain data, atomically.
 """
+import contextlib
 import json
 import os
 import sys
@@ -13,31 +14,82 @@ from pathlib import Path
 def main(job_path):
     job = json.loads(Path(job_path).read_text())
     out = Path(job["out"])
-    sys.dont_write_bytecode = True  # leave no __pycache__ in the student's folder
-    sys.path.insert(0, job["submission"])
+    sys.dont_write_bytecode = True  # leave no __pycache__ behind
 
     import torch
 
+    from autograder import confine
+    from autograder.feedback import problem
     from autograder.probes import PROBES, Lab
     from autograder.probes.common import attempt
 
+    if any(task[3] == "meta" for task in job["tasks"]):
+        # torch's first meta-device op imports torch._dynamo, which rewraps torch.manual_seed and
+        # more: let that happen now, before the snapshot that detects tampering (~1 s, paid once).
+        torch.empty(2, device="meta") @ torch.empty(2, device="meta")
+    lim = job["limits"]
+    confine.limit(lim["memory"], lim["file"], lim["cpu"] * (len(job["tasks"]) + 2), lim["processes"],
+                  address_space="cuda" not in {task[3] for task in job["tasks"]})
+    layers = {"network": confine.cut_network(), "user": job["uid"]}
+    if job["uid"] is not None:
+        unreachable = confine.expose([p for p in sys.path if p != job["kit_parent"]], job["stash"])
+        if unreachable:
+            sys.exit(f"the unprivileged grading user cannot read {unreachable[0]}, and this machine does not "
+                     "let the grader open a way (no mount namespace): make the folders on the way to it "
+                     "enterable by others (chmod o+x), or grade as a user other than root")
+        confine.drop_privileges(job["uid"], job["gid"])
+    (out / "layers.json").write_text(json.dumps(layers))
+
+    # From here on the grader is out of the import path: only torch & co. and the submission,
+    # last, so that a torch.py or autograder/ shipped in it shadows nothing.
+    sys.path[:] = [p for p in sys.path if p != job["kit_parent"]] + [job["submission"]]
+    refusals = []
+    grader_files = {m.__file__ for name, m in sys.modules.items()
+                    if name.split(".")[0] == "autograder" and getattr(m, "__file__", None)}
+    confine.arm(job["sandbox"], job["secrets"], grader_files, refusals.append)
     lab = Lab(job["submission"])
     for module, message in job["broken"].items():
         lab.mark_broken(module, message)
+    watch = confine.Watch()
 
     for index, kind, name, device in job["tasks"]:
         (out / "current").write_text(str(index))
+        refusals.clear()
+        hand = None if kind == "import" or PROBES[name].library_attention else confine.HandWritten()
         torch.manual_seed(0)
         torch.set_default_dtype(torch.float32)
-        with torch.enable_grad():
+        with torch.enable_grad(), hand or contextlib.nullcontext():
             if kind == "import":
                 result = attempt(lambda: lab.load(name) and {"ok": True})
             else:
                 result = attempt(PROBES[name].fn, lab, device)
+        # Checked after every task, before anything is saved: torch.save may have been patched too.
+        subject = f"attention_lab/{name}.py, while being imported," if kind == "import" else "the submission"
+        why = _untrustworthy(subject, watch.changes(), refusals, hand)
+        if why:
+            result = {"error": problem(*why)}
+            if kind == "import":
+                lab.mark_broken(name, why[1])
         tmp = out / f"{index}.tmp"
         torch.save(result, tmp)
         os.replace(tmp, out / f"{index}.pt")
     (out / "current").write_text("done")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no atexit hook or finaliser of the submission's runs after the last result
+
+
+def _untrustworthy(subject, changed, refusals, hand):
+    """(kind, message) when a task's result cannot be trusted, else None."""
+    if changed:
+        names = ", ".join(dict.fromkeys(changed[:3]))
+        return "Tampered", f"{subject} changed {names}, which the grader relies on, so no result can be trusted"
+    if refusals:
+        return "Refused", f"{subject} tried to {refusals[0]}, which grading does not allow"
+    if hand is not None and hand.used:
+        return "LibraryAttention", (f"uses {hand.used}, which is not allowed in this stage: "
+                                    "its point is to write attention by hand")
+    return None
 
 
 if __name__ == "__main__":

@@ -27,14 +27,20 @@ def main(argv=None):
 def _grade(args):
     from .grade import SubmissionError, grade
     from .report import gradescope_results, render_table, write_json
+    from .runner import GradingError
 
     print(f"grading {args.submission} ...", file=sys.stderr, flush=True)
     try:
-        results, seconds = grade(args.submission, stages=set(args.stage) if args.stage else None)
+        graded = grade(args.submission, stages=set(args.stage) if args.stage else None)
     except SubmissionError as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
         return 2
+    except GradingError as exc:
+        print(f"attention-lab: grading failed, not the submission's fault: {exc}", file=sys.stderr)
+        return 1
+    results, seconds = graded.results, graded.seconds
     print(render_table(results, seconds, verbose=args.verbose, color=sys.stdout.isatty()))
+    print("isolation: " + "; ".join(f"{k}: {v}" for k, v in graded.isolation.items()), file=sys.stderr)
     if args.json:
         write_json(gradescope_results(results, seconds), args.json)
         print(f"wrote {args.json}", file=sys.stderr)

@@ -4,7 +4,9 @@ Shared by the hidden judges and the public self-checks (the build copies this fi
 ``assignments/tests/`` so that a student's folder needs nothing but torch and pytest).
 Only torch and the standard library may be imported here.
 """
+import builtins
 import linecache
+import sys
 from pathlib import Path
 
 import torch
@@ -102,11 +104,28 @@ def _shown(filename, package):
 def error_record(exc, package=None, importing=""):
     """``exc`` as plain data, located at its innermost frame inside ``package`` (the student's
     ``attention_lab/`` folder): file, line, function and the line of code."""
+    try:
+        return _error_record(exc, package, importing)
+    except Exception:  # an exception whose __str__ (or traceback) is itself broken or hostile
+        return problem("Exception", "an exception that could not be described", importing=importing)
+
+
+def _kind(exc):
+    """The exception's class name; ``pytest.Skipped`` etc. for pytest's outcomes (pytest.skip,
+    xfail, exit, fail raised by the student's code), which pytest files under ``builtins``."""
+    name = type(exc).__name__
+    outcomes = vars(sys.modules["_pytest.outcomes"]).values() if "_pytest.outcomes" in sys.modules else ()
+    pytest_types = tuple(v for v in outcomes if isinstance(v, type) and issubclass(v, BaseException)
+                         and v is not getattr(builtins, v.__name__, None))
+    return f"pytest.{name}" if isinstance(exc, pytest_types) else name
+
+
+def _error_record(exc, package, importing):
     package = Path(package).resolve() if package is not None else None
     located = {"not_implemented": isinstance(exc, NotImplementedError), "importing": importing}
     if isinstance(exc, SyntaxError) and exc.filename:
         located.update(where=f"{_shown(exc.filename, package)} line {exc.lineno}", code=(exc.text or "").strip())
-        return problem(type(exc).__name__, exc.msg, **located)
+        return problem(_kind(exc), str(exc.msg), **located)
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
@@ -115,7 +134,7 @@ def error_record(exc, package=None, importing=""):
                            code=linecache.getline(code.co_filename, tb.tb_lineno).strip()[:200],
                            function=getattr(code, "co_qualname", code.co_name))
         tb = tb.tb_next
-    return problem(type(exc).__name__, str(exc)[:600], **located)
+    return problem(_kind(exc), str(exc)[:600], **located)
 
 
 def _message(text):
@@ -123,14 +142,19 @@ def _message(text):
     return "\n    ".join(lines[:6]) + ("\n    ..." if len(lines) > 6 else "")
 
 
-# Problems the kit itself reports (timeouts, crashes, unreadable results): their message says it all.
-KIT_PROBLEMS = ("ProbeError", "Timeout", "Crash", "NotRun", "BadResult")
+# Problems the kit itself reports (timeouts, crashes, refusals, tampering): their message says it all.
+KIT_PROBLEMS = ("ProbeError", "Timeout", "Crash", "NotRun", "BadResult", "Tampered", "Refused",
+                "LibraryAttention")
 
 
 def describe_error(rec, what=""):
     """One sentence about an error record; ``what`` names the call when no frame of the student's is known."""
     text = _located(rec, what)
-    return f"could not import {rec['importing']}: {text}" if rec["importing"] else text
+    if not rec["importing"] or rec["type"] in KIT_PROBLEMS:
+        return text
+    if rec["type"] == "SystemExit":
+        return f"the submission exited during import of {rec['importing']}: {text}"
+    return f"could not import {rec['importing']}: {text}"
 
 
 def _located(rec, what):
@@ -141,6 +165,13 @@ def _located(rec, what):
         return f"not implemented yet: {name}{where}" if name else f"not implemented yet{where}"
     if rec["type"] in KIT_PROBLEMS:
         return rec["message"]
+    at = f" at {rec['where']}" if rec["where"] else ""
+    if rec["type"] == "SystemExit":
+        return (f"{function + ' ' if function else ''}called sys.exit({rec['message']}){at}; "
+                "exiting cannot end a check early, it fails it")
+    if rec["type"].startswith("pytest."):
+        return (f"{function + ' ' if function else ''}raised {rec['type']}{at}; a check cannot be "
+                "skipped, marked as expected to fail or stopped from inside the code it checks")
     if not rec["where"]:
         return f"{what + ' raised ' if what else ''}{rec['type']}: {_message(rec['message'])}"
     code = f" in `{rec['code']}`" if rec["code"] else ""

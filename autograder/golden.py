@@ -19,7 +19,7 @@ def compute_golden(solutions: Path):
     from .runner import Task, run_tasks
 
     tasks = [Task("probe", name, "cpu") for name, p in sorted(PROBES.items()) if p.golden]
-    observations = run_tasks(solutions, tasks)
+    observations = run_tasks(solutions, tasks).observations
     golden = {task.name: obs for task, obs in observations.items()}
     failed = [name for name, obs in golden.items() if _has_error(obs)]
     if failed:

@@ -12,6 +12,7 @@ from .golden import load_golden
 from .feedback import describe_error
 from .registry import STAGES, Fail, all_checks
 from .runner import Task, run_tasks
+from .workspace import CopyError
 
 
 class SubmissionError(Exception):
@@ -31,6 +32,13 @@ class CheckResult:
     @property
     def points(self):
         return self.max_points if self.passed else 0
+
+
+@dataclass
+class Graded:
+    results: list  # of CheckResult, in stage order
+    seconds: float
+    isolation: dict  # what protected the run (user, network, limits), for the report
 
 
 def find_package(submission) -> Path:
@@ -71,6 +79,8 @@ def plan(checks, devices):
 
 
 def judge(check, obs, golden, device):
+    if obs is None:
+        return "no result came back for this check"
     if isinstance(obs, dict) and "error" in obs:
         return describe_error(obs["error"])
     try:
@@ -84,19 +94,25 @@ def judge(check, obs, golden, device):
 
 
 def grade(submission, stages=None, devices=None, timeout_s=None):
-    """Grade ``submission``; returns (results, seconds). Raises SubmissionError if it cannot start."""
+    """Grade ``submission``.
+
+    Raises SubmissionError when the submission cannot be graded at all, GradingError when the
+    grader itself failed."""
     root = find_package(submission)
     started = time.monotonic()
     checks = all_checks(stages)
     devices = available_devices() if devices is None else set(devices)
-    observations = run_tasks(root, plan(checks, devices), **({"timeout_s": timeout_s} if timeout_s else {}))
-    golden = load_golden()
+    golden = load_golden()  # before any student code runs
+    try:
+        run = run_tasks(root, plan(checks, devices), **({"timeout_s": timeout_s} if timeout_s else {}))
+    except CopyError as exc:
+        raise SubmissionError(str(exc)) from None
     results = []
     for c in checks:
         ran = [d for d in c.devices if d in devices]
         problems = []
         for d in ran:
-            problem = judge(c, observations[Task("probe", c.probe, d)], golden.get(c.probe), d)
+            problem = judge(c, run.observations.get(Task("probe", c.probe, d)), golden.get(c.probe), d)
             if problem:
                 problems.append(problem if len(ran) == 1 else f"[{d}] {problem}")
         skipped = [d for d in c.devices if d not in devices]
@@ -104,6 +120,16 @@ def grade(submission, stages=None, devices=None, timeout_s=None):
         if not ran:
             problems.append(f"none of {', '.join(c.devices)} is available here")
         passed = not problems
-        feedback = ("passed" + note) if passed else "\n".join(problems)
+        feedback = ("passed" + note) if passed else clean("\n".join(problems))
         results.append(CheckResult(c.id, c.stage, c.title, c.points, passed, feedback, c.visibility))
-    return results, time.monotonic() - started
+    return Graded(results, time.monotonic() - started, run.isolation)
+
+
+FEEDBACK_MAX = 2000
+
+
+def clean(text):
+    """Feedback may quote the submission's own strings: no control characters (they could
+    rewrite a grader's terminal), and not more than a screenful."""
+    text = "".join(ch if ch in "\n\t" or ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= FEEDBACK_MAX else text[:FEEDBACK_MAX] + " ..."

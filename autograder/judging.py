@@ -74,7 +74,9 @@ def check_shapes(obs, configs, expected_shape):
                f"{label}: output dtype is {result['dtype']}; it should follow the input's dtype")
         expect(result["device"] == report["device_in"],
                f"{label}: output is on {result['device']} for an input on {report['device_in']}")
-        expect(result["input_unchanged"], f"{label}: forward modified its input x in place; work on new tensors")
+        if "input_after" in result:
+            expect(torch.equal(result["input_after"], result["input_before"]),
+                   f"{label}: forward modified its input x in place; work on new tensors")
 
 
 def check_leak(obs, what):
@@ -133,6 +135,8 @@ def check_eval(obs, what):
            f"{what}: two calls in eval mode gave different outputs; dropout must be off in eval mode "
            "(nn.Dropout does this; F.dropout needs training=self.training)")
     expect_close(rep["first"], rep["p0"], f"{what} in eval mode vs. the same weights with dropout=0")
+    expect(not torch.allclose(rep["first"], rep["other_input"]),
+           f"{what} gave the same output for two different inputs (does forward return a stored result?)")
 
 
 def check_gradients(obs, what):

@@ -1,29 +1,40 @@
 """Run probes in a child process and bring back plain data (DESIGN principle 1).
 
-The child imports the submission; this process only reads what the child wrote, with
-``torch.load(weights_only=True)``, and accepts nothing but plain data. A task that hangs
-is killed with its whole process group; a task that crashes the child is blamed for it;
-the tasks after it run in a fresh child, so one broken stage never stops the others.
+The child imports the submission; this process only reads what the child wrote: small regular
+files (never a link or a FIFO), loaded with ``torch.load(weights_only=True)`` and accepted only
+as plain data. A watchdog kills the child's whole process group, and everything that escaped
+it, when a task runs past its wall-clock or CPU time or the child grows past its memory limit.
+A task that crashes or hangs is blamed for it, and the tasks after it run in a fresh child; a
+stage whose code has crashed or hung ``STRIKES`` times is not called again, so a hostile
+submission finishes within a bound while its other stages are graded normally.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
+import site
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from . import workspace
 from .feedback import problem
+from .workspace import KIT_PARENT, Workspace, read_small
 
-KIT_PARENT = Path(__file__).resolve().parent.parent
-TASK_TIMEOUT_S = 30.0
-MAX_CHILDREN = 12  # a submission that crashes every child still finishes grading
+TASK_TIMEOUT_S = 10.0  # wall clock per task; the reference's slowest task takes well under 1 s
+CPU_PER_WALL = 2.0  # CPU seconds allowed per wall-clock second of a task (torch runs threads)
+START_TIMEOUT_S = 60.0  # from starting a child to its first task: importing torch, confining
+MEMORY_LIMIT = 4 * 2**30
+FILE_LIMIT = 16 * 2**20  # any one file the child writes, its error output included
+EXTRA_PROCESSES = 32  # threads and processes beyond those the child has when it confines itself
+STRIKES = 2  # crashes or hangs of one stage's code before the grader stops calling it
+POLL_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,22 @@ class Task:
     kind: str  # "import" or "probe"
     name: str  # module name or probe name
     device: str = "cpu"
+
+    @property
+    def stage(self):
+        """Probes are named ``s<stage>.<what>``; a crash while importing breaks only that module."""
+        return self.name.split(".")[0] if self.kind == "probe" else f"import {self.name}"
+
+
+@dataclass
+class Run:
+    """What came back: one observation per task, and what protected the run."""
+    observations: dict
+    isolation: dict = field(default_factory=dict)
+
+
+class GradingError(Exception):
+    """The grader itself could not run (not the submission's fault): grading must stop loudly."""
 
 
 def error(kind, message):
@@ -58,93 +85,190 @@ def validate(obj, path="result"):
     raise ValueError(f"{path}: {t.__name__} is not plain data")
 
 
-def load_result(path):
+def load_result(data):
     try:
-        return validate(torch.load(path, weights_only=True))
+        return validate(torch.load(io.BytesIO(data), weights_only=True))
     except Exception as exc:  # unreadable or not plain data: the task failed, grading goes on
-        return error("BadResult", f"the grader could not read this result ({exc})")
+        return error("BadResult", f"the grader could not read this result ({str(exc)[:200]})")
 
 
-def run_tasks(submission: Path, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> dict:
+def run_tasks(submission: Path, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> Run:
     """Run ``tasks`` against ``submission`` (the folder that holds ``attention_lab/``)."""
+    workspace.become_subreaper()
+    ws = Workspace(Path(submission))
+    run = Run({})
     results: dict[int, dict] = {}
     broken: dict[str, str] = {}
+    strikes: dict[str, int] = {}
     pending = list(range(len(tasks)))
-    with tempfile.TemporaryDirectory(prefix="attention-lab-") as tmp:
-        for attempt_no in range(MAX_CHILDREN):
-            if not pending:
-                break
-            out = Path(tmp) / f"child{attempt_no}"
-            out.mkdir()
-            blamed, why = _one_child(submission, tasks, pending, broken, out, timeout_s)
+    try:
+        while pending:
+            out = ws.child_dir()
+            blamed, why = _one_child(ws, tasks, pending, broken, out, timeout_s)
             for i in pending:
-                if (out / f"{i}.pt").exists():
-                    results[i] = load_result(out / f"{i}.pt")
+                data = read_small(out / f"{i}.pt")
+                if data is not None:
+                    results[i] = load_result(data)
+            run.isolation = run.isolation or _layers(out, ws)
             if blamed is not None and blamed not in results:
+                task = tasks[blamed]
                 results[blamed] = why
-                if tasks[blamed].kind == "import":
-                    broken[tasks[blamed].name] = why["error"]["message"]
+                strikes[task.stage] = strikes.get(task.stage, 0) + 1
+                if task.kind == "import":
+                    broken[task.name] = why["error"]["message"]
+                elif strikes[task.stage] >= STRIKES:
+                    for i in pending:
+                        if i not in results and tasks[i].stage == task.stage:
+                            results[i] = error("NotRun", f"not run: this stage's code crashed or hung {STRIKES} "
+                                               "times already, so the grader stopped calling it")
+            elif not any(i in results for i in pending):
+                raise GradingError(f"the grader's child process ended before any task: {_last_words(ws, out)}")
             pending = [i for i in pending if i not in results]
-        for i in pending:
-            results[i] = error("NotRun", "not run: the grader's child process kept crashing before it")
-    return {tasks[i]: results[i] for i in range(len(tasks))}
+    finally:
+        ws.remove()
+    run.observations = {tasks[i]: results[i] for i in range(len(tasks))}
+    return run
 
 
-def _one_child(submission, tasks, pending, broken, out, timeout_s):
+def _site_paths():
+    """The interpreter's import path less the kit and the working folder: what the child may use."""
+    roots = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    return [p for p in dict.fromkeys(sys.path)
+            if p and (p.startswith(roots) or p == user) and Path(p).resolve() != KIT_PARENT]
+
+
+def _one_child(ws, tasks, pending, broken, out, timeout_s):
     """Run ``pending`` tasks in one child. Returns (index blamed for an early end, its error)."""
+    paths = _site_paths()
     job = {
-        "submission": str(submission),
+        "submission": str(ws.submission),
+        "sandbox": str(ws.root),
+        "secrets": [str(p) for p in workspace.secrets()],
+        "kit_parent": str(KIT_PARENT) if str(KIT_PARENT) not in paths else None,
+        "uid": ws.uid, "gid": ws.gid,
+        "limits": {"memory": MEMORY_LIMIT, "file": FILE_LIMIT, "cpu": timeout_s * CPU_PER_WALL,
+                   "processes": EXTRA_PROCESSES},
         "out": str(out),
+        "stash": str(ws.control / f"{out.name}.stash"),  # where expose() parks mounts for a moment
         "broken": broken,
         "tasks": [[i, tasks[i].kind, tasks[i].name, tasks[i].device] for i in pending],
     }
-    (out / "job.json").write_text(json.dumps(job))
-    boot = f"import sys; sys.path.insert(0, {str(KIT_PARENT)!r}); from autograder.child import main; main(sys.argv[1])"
-    stderr = open(out / "stderr.txt", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-I", "-c", boot, str(out / "job.json")],
-        cwd=out, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-        start_new_session=True,  # its own process group: a kill takes its children too
-    )
-    current, since = None, time.monotonic()
+    job_path = ws.control / f"{out.name}.json"
+    job_path.write_text(json.dumps(job))
+    boot = (f"import sys; sys.path[:0] = {[str(KIT_PARENT)] + paths!r}; "
+            "from autograder.child import main; main(sys.argv[1])")
+    with open(ws.control / f"{out.name}.stderr", "wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", boot, str(job_path)],
+            cwd=out, env=ws.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+            start_new_session=True,  # its own process group: a kill takes its children too
+        )
     try:
-        while True:
-            try:
-                code = proc.wait(timeout=0.02)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            now = _read_current(out)
-            if now != current:
-                current, since = now, time.monotonic()
-            elif current is not None and time.monotonic() - since > timeout_s:
-                _kill(proc)
-                return current, error("Timeout", f"timed out after {timeout_s:g} s")
-        if code == 0 and _read_current(out) == "done":
-            return None, None
-        current = _read_current(out)
-        if current in (None, "done"):
-            return (pending[0] if current is None else None), _died(code, out)
-        return current, _died(code, out)
+        code, stopped = _watch(proc, out, timeout_s)
     finally:
         _kill(proc)
-        stderr.close()
+        ws.kill_stragglers(proc.pid)
+    current = _read_current(out)
+    if current is None:  # before the first task only trusted code has run: the kit failed
+        raise GradingError(f"the grader's child process failed to start ({stopped or _died(code, ws, out)})")
+    if stopped is not None:
+        return current, _blame(tasks, current, stopped, timeout=True)
+    if current == "done":
+        return None, None
+    return current, _blame(tasks, current, _died(code, ws, out), timeout=False)
+
+
+def _watch(proc, out, timeout_s):
+    """Wait for the child; stop it when a task breaks a limit. Returns (exit code, why stopped)."""
+    cpu_limit = timeout_s * CPU_PER_WALL
+    current, since, cpu_since = None, time.monotonic(), 0.0
+    while True:
+        try:
+            return proc.wait(timeout=POLL_S), None
+        except subprocess.TimeoutExpired:
+            pass
+        now, cpu, rss = _read_current(out), *_usage(proc.pid)
+        if now != current:
+            current, since, cpu_since = now, time.monotonic(), cpu
+        elapsed = time.monotonic() - since
+        if current is None and elapsed > START_TIMEOUT_S:
+            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s"
+        if current not in (None, "done"):
+            if elapsed > timeout_s:
+                return None, f"timed out after {timeout_s:g} s"
+            if cpu - cpu_since > cpu_limit:
+                return None, f"used more than {cpu_limit:g} s of CPU time"
+        if rss > MEMORY_LIMIT:
+            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory"
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _usage(pid):
+    """(CPU seconds, resident bytes) of process ``pid``; zeros when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0.0, 0
 
 
 def _read_current(out):
-    try:
-        text = (out / "current").read_text()
-    except OSError:
-        return None
+    text = (read_small(out / "current", limit=32) or b"").decode(errors="replace")
     return "done" if text == "done" else int(text) if text.isdigit() else None
 
 
-def _died(code, out):
-    tail = (out / "stderr.txt").read_bytes()[-300:].decode(errors="replace").strip().splitlines()
-    last = tail[-1] if tail else ""
-    how = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-    return error("Crash", f"the process running the submission {how} during this check"
-                 + (f" (last message: {last})" if last else ""))
+def _layers(out, ws):
+    """What protected this run, for the report: a separate user, no network, limits."""
+    try:
+        reported = json.loads(read_small(out / "layers.json", limit=1000) or b"{}")
+    except ValueError:
+        reported = {}
+    return {
+        "user": f"uid {ws.uid} (unprivileged)" if ws.uid is not None else "the grading user (not root)",
+        "network": "none (own network namespace)" if reported.get("network") is True else "blocked in Python only",
+        "limits": (f"{TASK_TIMEOUT_S:g} s and {TASK_TIMEOUT_S * CPU_PER_WALL:g} CPU-s per task, "
+                   f"{MEMORY_LIMIT / 2**30:g} GiB, {FILE_LIMIT // 2**20} MiB files"),
+    }
+
+
+SIGNALS = {
+    signal.SIGXFSZ: f"wrote a file (or error output) larger than {FILE_LIMIT // 2**20} MiB",
+    signal.SIGXCPU: "used up its CPU time",
+    signal.SIGKILL: "was killed (SIGKILL), often for running out of memory",
+    signal.SIGSEGV: "crashed with a segmentation fault",
+}
+
+
+def _died(code, ws, out):
+    how = (SIGNALS.get(-code, f"was killed by signal {-code}") if code is not None and code < 0
+           else f"exited (code {code})")
+    words = _last_words(ws, out)
+    return how + (f"; its last message: {words}" if words else "")
+
+
+def _last_words(ws, out):
+    tail = (read_small(ws.control / f"{out.name}.stderr", limit=FILE_LIMIT + 1) or b"")[-300:]
+    lines = tail.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def _blame(tasks, index, how, timeout):
+    """The error for the task in progress when the child was stopped (timeout) or died."""
+    task = tasks[index]
+    if task.kind == "import":
+        module = f"attention_lab/{task.name}.py"
+        if timeout:
+            return error("Timeout", f"{how} while {module} was being imported")
+        if how.startswith("exited"):  # exited (code 0); ...
+            return error("Crash", f"the submission exited during import of {module} {how.removeprefix('exited ')}")
+        return error("Crash", f"the submission {how} during import of {module}")
+    if timeout:
+        return error("Timeout", f"{how} while this check ran")
+    return error("Crash", f"the submission {how} while this check ran")
 
 
 def _kill(proc):
@@ -153,4 +277,4 @@ def _kill(proc):
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        proc.wait()
+    proc.wait()

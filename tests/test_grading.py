@@ -2,7 +2,6 @@
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -16,12 +15,12 @@ def by_id(results):
 
 @pytest.fixture(scope="module")
 def reference(root):
-    return grade(root / "solutions")[0]
+    return grade(root / "solutions").results
 
 
 @pytest.fixture(scope="module")
 def stubs(root):
-    return grade(root / "assignments")[0]
+    return grade(root / "assignments").results
 
 
 def test_reference_gets_full_marks(reference):
@@ -40,44 +39,15 @@ def test_stubs_get_zero_and_say_not_implemented(stubs):
 def test_syntax_error_names_file_and_line_and_other_stages_still_grade(make_submission, root):
     text = (root / "solutions" / "attention_lab" / "causal.py").read_text().replace(
         "num_tokens = x.shape[1]\n", "num_tokens = x.shape[1\n", 1)
-    results = by_id(grade(make_submission(causal=text), stages={1, 2, 3, 5})[0])
+    results = by_id(grade(make_submission(causal=text), stages={1, 2, 3, 5}).results)
     feedback = results["s3.causal.seeded"].feedback
     assert "could not import attention_lab/causal.py" in feedback and "causal.py line" in feedback, feedback
     assert all(r.passed for r in results.values() if r.stage in (1, 2, 5))
 
 
 def test_import_error_is_reported(make_submission):
-    results = grade(make_submission(simple="import no_such_module\n"), stages={1})[0]
+    results = grade(make_submission(simple="import no_such_module\n"), stages={1}).results
     assert all("ModuleNotFoundError" in r.feedback and "simple.py line 1" in r.feedback for r in results)
-
-
-def test_exit_during_import_blames_only_that_module(make_submission, root):
-    text = "import os\nos._exit(0)\n" + (root / "solutions" / "attention_lab" / "simple.py").read_text()
-    results = grade(make_submission(simple=text), stages={1, 2})[0]
-    for r in results:
-        if r.stage == 1:
-            assert not r.passed and "exited with code 0" in r.feedback, r.feedback
-        else:
-            assert r.passed, (r.id, r.feedback)
-
-
-def test_hang_times_out_and_the_rest_is_graded(make_submission, root):
-    text = (root / "solutions" / "attention_lab" / "simple.py").read_text() + (
-        "\n\ndef softmax_naive(scores):\n    while True:\n        pass\n")
-    start = time.monotonic()
-    results = by_id(grade(make_submission(simple=text), stages={1}, timeout_s=2)[0])
-    assert time.monotonic() - start < 30
-    assert "timed out after 2 s" in results["s1.softmax_naive"].feedback
-    assert results["s1.softmax_stable"].passed and results["s1.context_vectors_all"].passed
-
-
-def test_tensor_subclass_is_refused(make_submission, root):
-    text = (root / "solutions" / "attention_lab" / "simple.py").read_text() + (
-        "\n\nclass Liar(torch.Tensor):\n    def __eq__(self, other):\n        return True\n\n\n"
-        "_orig = attention_scores\n\ndef attention_scores(inputs, query):\n    return _orig(inputs, query).as_subclass(Liar)\n")
-    results = by_id(grade(make_submission(simple=text), stages={1})[0])
-    assert not results["s1.scores"].passed and "subclass" in results["s1.scores"].feedback
-    assert results["s1.scores_loop"].passed
 
 
 @pytest.mark.parametrize("bad", ["does-not-exist", "empty"])
@@ -121,3 +91,21 @@ def test_cli_bad_submission_exits_nonzero_with_message(root, args):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("attention-lab: ")
     assert "Traceback" not in proc.stderr
+
+
+def test_every_check_is_accounted_for_even_without_a_result(monkeypatch, root):
+    """A check whose observation never came back fails with a message; none is silently dropped."""
+    from autograder import grade as grading
+
+    real = grading.run_tasks
+
+    def lose_one(submission, tasks, **kwargs):
+        run = real(submission, tasks, **kwargs)
+        del run.observations[next(t for t in run.observations if t.kind == "probe")]
+        return run
+
+    monkeypatch.setattr(grading, "run_tasks", lose_one)
+    results = grade(root / "solutions", stages={1}).results
+    assert len(results) == len(all_checks({1}))
+    lost = [r for r in results if not r.passed]
+    assert len(lost) == 1 and lost[0].feedback == "no result came back for this check"

@@ -13,17 +13,39 @@ code. Its module-level constants say where it goes and what must happen:
 
 Only the stages the fragment can affect are graded: the module's own stage, plus stage 4
 for ``causal`` (the multi-head wrapper is built from ``CausalAttention``).
+
+``tests/zoo/hostile/`` holds attacks on the grader itself, one per file. Their constants:
+
+- ``LOSES``: patterns (``fnmatch``) of the checks the attack must lose; every other graded check
+  must pass (the checks it did not attack are graded normally).
+- ``MENTIONS``: text that the feedback of at least one lost check must contain.
+- ``STAGES``: the stages to grade (default: the module's stage and one it does not touch).
+- ``TIMEOUT``: the per-task timeout to grade with (default 3 s); ``BOUND``: the most seconds
+  grading may take (default 60).
+- ``FILES``: extra files shipped in the submission folder, path -> text.
+- ``NEEDS_ROOT``: why the defence needs root; without root the entry is skipped with that reason.
+- ``LIMITS``: runner constants to lower for this entry, e.g. ``{"CPU_PER_WALL": 0.25}``.
+
+Each hostile entry is graded twice: as root, where the child drops to an unprivileged user (skipped
+with a reason when the tests do not run as root), and as an ordinary user would grade. The word
+``LEAKED`` must never appear in feedback: entries raise it when an attack got through. Every
+results.json must be well-formed, and the reference graded right after must get full marks.
 """
 from __future__ import annotations
 
 import ast
+import fnmatch
+import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
+from autograder import runner, workspace
 from autograder.grade import grade
 from autograder.registry import STAGES, all_checks
+from autograder.report import gradescope_results, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "attention_lab"
@@ -34,13 +56,17 @@ STAGE_OF = {s.module: s.number for s in STAGES.values()}
 def read_entry(path: Path) -> dict:
     """The fragment's docstring and constants, read without running it (it needs its module)."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    entry = {"doc": ast.get_docstring(tree), "MODULE": None, "LOSES": [], "MENTIONS": None, "ONLY": False}
+    entry = dict(ENTRY_DEFAULTS, doc=ast.get_docstring(tree))
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            if name in ("MODULE", "LOSES", "MENTIONS", "ONLY"):
+            if name in ENTRY_DEFAULTS:
                 entry[name] = ast.literal_eval(node.value)
     return entry
+
+
+ENTRY_DEFAULTS = {"MODULE": None, "LOSES": [], "MENTIONS": None, "ONLY": False, "STAGES": None, "TIMEOUT": 3,
+                  "BOUND": 60, "FILES": {}, "NEEDS_ROOT": None, "LIMITS": {}}
 
 
 def stages_for(module: str) -> set[int]:
@@ -49,15 +75,24 @@ def stages_for(module: str) -> set[int]:
 
 WRONG = sorted((ZOO / "wrong").glob("*.py"))
 CORRECT = sorted((ZOO / "correct").glob("*.py"))
+HOSTILE = sorted((ZOO / "hostile").glob("*.py"))
+
+
+def assemble(path: Path, entry: dict, folder: Path) -> Path:
+    """A submission: the reference, with the entry appended to its module, plus its extra files."""
+    package = folder / "attention_lab"
+    shutil.copytree(SOLUTIONS, package, ignore=shutil.ignore_patterns("__pycache__"))
+    target = package / f"{entry['MODULE']}.py"
+    target.write_text(target.read_text() + f"\n\n# ---- zoo entry {path.stem} ----\n" + path.read_text())
+    for name, text in entry["FILES"].items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
 
 
 def grade_entry(path: Path, tmp_path: Path):
     entry = read_entry(path)
-    package = tmp_path / "attention_lab"
-    shutil.copytree(SOLUTIONS, package, ignore=shutil.ignore_patterns("__pycache__"))
-    target = package / f"{entry['MODULE']}.py"
-    target.write_text(target.read_text() + f"\n\n# ---- zoo entry {path.stem} ----\n" + path.read_text())
-    results, _ = grade(tmp_path, stages=stages_for(entry["MODULE"]))
+    results = grade(assemble(path, entry, tmp_path), stages=stages_for(entry["MODULE"])).results
     return entry, results
 
 
@@ -111,3 +146,76 @@ def test_entry_is_well_formed(path):
         assert not outside, f"{path.stem}: {outside} are not in the graded stages {sorted(graded)}"
     else:
         assert not (entry["LOSES"] or entry["MENTIONS"] or entry["ONLY"]), f"{path.stem} is correct: no LOSES etc."
+
+
+# ---------------------------------------------------------------- hostile submissions
+
+def hostile_stages(entry):
+    if entry["STAGES"]:
+        return set(entry["STAGES"])
+    own = STAGE_OF[entry["MODULE"]]
+    return {own, 2 if own == 1 else 1}  # plus a stage it does not touch, which must grade normally
+
+
+MODES = {"as root: child drops to an unprivileged user": True, "as an ordinary user": False}
+
+
+@pytest.fixture(params=list(MODES), ids=["root", "user"])
+def grading_mode(request, monkeypatch):
+    as_root = MODES[request.param]
+    if as_root and not workspace.is_root():
+        pytest.skip("needs root: the child can drop to another user only when grading runs as root")
+    if not as_root:  # as root too, grade the way a non-root grader does: no change of user
+        monkeypatch.setattr(workspace, "is_root", lambda: False)
+    return as_root
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
+def test_hostile_entry_is_contained(path, tmp_path, grading_mode, monkeypatch, root):
+    entry = read_entry(path)
+    if entry["NEEDS_ROOT"] and not grading_mode:
+        pytest.skip(f"needs root: {entry['NEEDS_ROOT']}")
+    for name, value in entry["LIMITS"].items():
+        monkeypatch.setattr(runner, name, value)
+    monkeypatch.setenv("ATTENTION_LAB_TEST_SECRET", "LEAKED-through-the-environment")
+    stages = hostile_stages(entry)
+    start = time.monotonic()
+    graded = grade(assemble(path, entry, tmp_path / "sub"), stages=stages, timeout_s=entry["TIMEOUT"])
+    elapsed = time.monotonic() - start
+    results = graded.results
+    assert elapsed < entry["BOUND"], f"{path.stem}: grading took {elapsed:.1f} s, more than {entry['BOUND']} s"
+    assert not [r.id for r in results if "LEAKED" in r.feedback], f"{path.stem} got through:\n{summary(results)}"
+
+    attacked = [r for r in results if any(fnmatch.fnmatch(r.id, pat) for pat in entry["LOSES"])]
+    unmatched = [pat for pat in entry["LOSES"] if not any(fnmatch.fnmatch(r.id, pat) for r in results)]
+    assert not unmatched, f"{path.stem}: LOSES patterns {unmatched} match no graded check"
+    escaped = [r.id for r in attacked if r.passed]
+    assert not escaped, f"{path.stem} passed {escaped}:\n{summary(results)}"
+    collateral = [r.id for r in results if not r.passed and r not in attacked]
+    assert not collateral, f"{path.stem} also cost {collateral}, which it did not attack:\n{summary(results)}"
+    assert any(entry["MENTIONS"] in r.feedback for r in attacked), (
+        f"{path.stem}: no lost check's feedback mentions {entry['MENTIONS']!r}:\n{summary(attacked)}")
+
+    out = tmp_path / "results.json"
+    write_json(gradescope_results(results, elapsed), out)
+    data = json.loads(out.read_text())
+    assert sorted(t["number"] for t in data["tests"]) == sorted(c.id for c in all_checks(stages))
+    for t in data["tests"]:
+        assert set(t) >= {"name", "score", "max_score", "output", "visibility"}
+        assert isinstance(t["score"], (int, float)) and 0 <= t["score"] <= t["max_score"]
+    assert data["score"] == sum(r.points for r in results)
+
+    after = grade(root / "solutions", stages=stages).results  # nothing of the attack lingers
+    assert all(r.passed for r in after), f"after {path.stem}, the reference lost:\n{summary(after)}"
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
+def test_hostile_entry_is_well_formed(path):
+    entry = read_entry(path)
+    assert entry["doc"], f"{path.stem} needs a docstring saying what it attacks"
+    assert entry["MODULE"] in STAGE_OF and entry["LOSES"] and entry["MENTIONS"], path.stem
+    assert set(entry["LIMITS"]) <= set(vars(runner)), f"{path.stem}: unknown runner constants"
+
+
+def test_hostile_zoo_is_big_enough():
+    assert len(HOSTILE) >= 20, f"only {len(HOSTILE)} hostile entries"

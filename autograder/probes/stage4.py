@@ -191,7 +191,7 @@ def pytorch_weights(bias):
     return weights
 
 
-@probe("s4.pytorch.known_weights", golden=True)
+@probe("s4.pytorch.known_weights", golden=True, library_attention=True)
 def pytorch_known(lab, device):
     def run(bias):
         module = lab.multihead.MultiHeadAttentionPyTorch(E, E, 8, 0.0, num_heads=2, qkv_bias=bias)
@@ -212,7 +212,7 @@ def pytorch_known(lab, device):
     return {"no_bias": attempt(run, False), "bias": attempt(run, True), "d_in_mismatch": attempt(mismatch)}
 
 
-@probe("s4.pytorch.leak")
+@probe("s4.pytorch.leak", library_attention=True)
 def pytorch_leak(lab, device):
     return attempt(lambda: leak_report(
         lab.multihead.MultiHeadAttentionPyTorch(E, E, 6, 0.0, num_heads=3), E, 6, device))

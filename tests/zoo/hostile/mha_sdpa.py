@@ -1,5 +1,9 @@
-"""MultiHeadAttention on F.scaled_dot_product_attention(is_causal=True), dropout only in training."""
+"""MultiHeadAttention on F.scaled_dot_product_attention(is_causal=True), in a stage whose point is
+to write attention by hand."""
 MODULE = "multihead"
+LOSES = ["s4.mha.seeded", "s4.mha.known_weights", "s4.mha.shapes", "s4.mha.no_leak", "s4.mha.dropout",
+         "s4.mha.eval", "s4.mha.device", "s4.mha.gradients"]
+MENTIONS = "F.scaled_dot_product_attention"
 
 import torch.nn.functional as F
 

@@ -1,5 +1,8 @@
-"""CausalAttention built on F.scaled_dot_product_attention with the mask buffer as attn_mask (True = may attend)."""
+"""CausalAttention on F.scaled_dot_product_attention (the mask buffer as attn_mask), in a stage
+whose point is to write attention by hand."""
 MODULE = "causal"
+LOSES = ["s3.causal.[!m]*"]
+MENTIONS = "F.scaled_dot_product_attention"
 
 import torch.nn.functional as F
 

@@ -1,0 +1,12 @@
+"""CausalAttention.forward sleeps for 1000 s (no CPU used, so only a wall-clock limit stops it)."""
+MODULE = "causal"
+LOSES = ["s3.causal.*"]
+MENTIONS = "timed out after 3 s"
+BOUND = 40
+
+import time
+
+
+class CausalAttention(CausalAttention):
+    def forward(self, x):
+        time.sleep(1000)
