@@ -122,7 +122,7 @@ def expose(paths, stash):
     Path(stash).mkdir()
     if _libc.unshare(CLONE_NEWNS) != 0 or _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return [str(p) for p in paths if _blocked(p)]
-    for _ in range(8):  # one closed folder per round; a folder may hide another further down
+    for round_no in range(8):  # one closed folder per round; a folder may hide another further down
         closed = sorted({_blocked(p) for p in paths} - {None}, key=lambda f: len(f.parts))
         if not closed:
             return []
@@ -131,7 +131,7 @@ def expose(paths, stash):
                        if p != folder and p.is_relative_to(folder)})
         held = []
         for i, inner in enumerate(keep):
-            spot = Path(stash) / f"keep{i}"
+            spot = Path(stash) / f"keep{round_no}.{i}"
             spot.mkdir()
             if _libc.mount(bytes(inner), bytes(spot), None, MS_BIND | MS_REC, None) != 0:
                 return [str(inner)]
