@@ -23,6 +23,7 @@ import ctypes
 import os
 import resource
 import sys
+from pathlib import Path
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -114,8 +115,6 @@ def expose(paths, stash):
     checks and reference, when they live beside the venv) disappear. Returns the paths that stay
     out of reach (none when it worked); the caller then refuses to grade rather than half-work.
     """
-    from pathlib import Path
-
     paths = [Path(p) for p in paths if os.path.isdir(p)]
     if not any(_blocked(p) for p in paths):
         return []

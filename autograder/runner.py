@@ -109,7 +109,7 @@ def run_tasks(submission: Path, tasks: list[Task], timeout_s: float = TASK_TIMEO
                 data = read_small(out / f"{i}.pt")
                 if data is not None:
                     results[i] = load_result(data)
-            run.isolation = run.isolation or _layers(out, ws)
+            run.isolation = run.isolation or _layers(out, ws, timeout_s)
             if blamed is not None and blamed not in results:
                 task = tasks[blamed]
                 results[blamed] = why
@@ -203,16 +203,15 @@ def _watch(proc, out, timeout_s):
             return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory"
 
 
-_TICKS = os.sysconf("SC_CLK_TCK")
+_TICKS, _PAGE = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
 
 
 def _usage(pid):
     """(CPU seconds, resident bytes) of process ``pid``; zeros when it cannot be read."""
+    fields = workspace.proc_stat(pid)
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, IndexError, ValueError):
+        return (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * _PAGE
+    except (TypeError, IndexError, ValueError):
         return 0.0, 0
 
 
@@ -221,7 +220,7 @@ def _read_current(out):
     return "done" if text == "done" else int(text) if text.isdigit() else None
 
 
-def _layers(out, ws):
+def _layers(out, ws, timeout_s):
     """What protected this run, for the report: a separate user, no network, limits."""
     try:
         reported = json.loads(read_small(out / "layers.json", limit=1000) or b"{}")
@@ -230,7 +229,7 @@ def _layers(out, ws):
     return {
         "user": f"uid {ws.uid} (unprivileged)" if ws.uid is not None else "the grading user (not root)",
         "network": "none (own network namespace)" if reported.get("network") is True else "blocked in Python only",
-        "limits": (f"{TASK_TIMEOUT_S:g} s and {TASK_TIMEOUT_S * CPU_PER_WALL:g} CPU-s per task, "
+        "limits": (f"{timeout_s:g} s and {timeout_s * CPU_PER_WALL:g} CPU-s per task, "
                    f"{MEMORY_LIMIT / 2**30:g} GiB, {FILE_LIMIT // 2**20} MiB files"),
     }
 

@@ -176,17 +176,23 @@ def become_subreaper():
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+def proc_stat(pid):
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()  # the name may hold spaces and ")"
+    except (OSError, IndexError):
+        return None
+
+
 def _stat_all():
     """(pid, ppid, uid) of every process."""
     found = []
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+        fields = proc_stat(name) if name.isdigit() else None
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
             found.append((int(name), int(fields[1]), os.stat(f"/proc/{name}").st_uid))
-        except (OSError, IndexError, ValueError):
+        except (TypeError, OSError, IndexError, ValueError):
             pass
     return found
 
@@ -217,11 +223,8 @@ def _living(pids):
 
 
 def _is_zombie(pid):
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-    except OSError:
-        return False
+    fields = proc_stat(pid)
+    return bool(fields) and fields[0] == b"Z"
 
 
 def _reap(pids):
