@@ -47,6 +47,11 @@ def strip_solutions(source: str, name: str = "<source>") -> str:
     return "".join(out)
 
 
+def solved(source: str) -> str:
+    """The reference as a student who solved it would hand it in: the solution, no markers."""
+    return "".join(line for line in source.splitlines(keepends=True) if line.strip() not in (BEGIN, END))
+
+
 def planned_files(root: Path = KIT_ROOT) -> dict[Path, bytes]:
     """Every text file the build writes, path -> content (golden data is compared separately)."""
     solutions = root / "solutions" / "attention_lab"

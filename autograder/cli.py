@@ -9,8 +9,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="attention-lab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    g = sub.add_parser("grade", help="grade a folder that holds attention_lab/")
-    g.add_argument("submission", help="a folder holding attention_lab/ (a copy of assignments/ with edits)")
+    g = sub.add_parser("grade", help="grade a folder that holds attention_lab/, or the course's notebooks")
+    g.add_argument("submission", help="a folder holding attention_lab/ (a copy of assignments/ with edits), "
+                   "a notebook of the nbgrader course, or a folder of them (their module cells are graded)")
     g.add_argument("--json", metavar="FILE", help="also write Gradescope's results.json schema to FILE")
     g.add_argument("--stage", type=int, action="append", choices=range(1, 6), metavar="N",
                    help="grade only stage N (repeatable)")
@@ -20,8 +21,15 @@ def main(argv=None):
     b.add_argument("--check", action="store_true", help="only report drift; exit 1 if anything differs")
     b.add_argument("--no-golden", action="store_true", help="skip the golden data (faster)")
 
+    n = sub.add_parser("nbgrader", help="an nbgrader course generated from solutions/")
+    n_sub = n.add_subparsers(dest="action", required=True)
+    i = n_sub.add_parser("init", help="write nbgrader_config.py and source/ASSIGNMENT/ into COURSE_DIR")
+    i.add_argument("course_dir", metavar="COURSE_DIR")
+    i.add_argument("--assignment", help="nbgrader's name for the assignment (default: attention)")
+    i.add_argument("--force", action="store_true", help="overwrite files that differ from what init writes")
+
     args = parser.parse_args(argv)
-    return {"grade": _grade, "build": _build}[args.command](args)
+    return {"grade": _grade, "build": _build, "nbgrader": _nbgrader}[args.command](args)
 
 
 def _grade(args):
@@ -39,6 +47,8 @@ def _grade(args):
         print(f"attention-lab: grading failed, not the submission's fault: {exc}", file=sys.stderr)
         return 1
     results, seconds = graded.results, graded.seconds
+    if any(o.endswith(".ipynb") for o in graded.origins.values()):
+        print("code: " + "; ".join(f"{m}.py from {o}" for m, o in graded.origins.items()), file=sys.stderr)
     print(render_table(results, seconds, verbose=args.verbose, color=sys.stdout.isatty()))
     print("isolation: " + "; ".join(f"{k}: {v}" for k, v in graded.isolation.items()), file=sys.stderr)
     if args.json:
@@ -62,6 +72,21 @@ def _build(args):
     except BuildError as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _nbgrader(args):
+    from .build import BuildError
+    from .course import DEFAULT_ASSIGNMENT, init_course
+
+    assignment = args.assignment or DEFAULT_ASSIGNMENT
+    try:
+        course = init_course(args.course_dir, assignment, force=args.force)
+    except BuildError as exc:
+        print(f"attention-lab: {exc}", file=sys.stderr)
+        return 2
+    print(f"course ready in {course}; next: cd {course} && nbgrader generate_assignment {assignment}",
+          file=sys.stderr)
     return 0
 
 

@@ -17,9 +17,10 @@ GOLDEN_PATH = Path(__file__).with_name("golden") / "golden.pt"
 def compute_golden(solutions: Path):
     from .probes import PROBES
     from .runner import Task, run_tasks
+    from .submission import open_submission
 
     tasks = [Task("probe", name, "cpu") for name, p in sorted(PROBES.items()) if p.golden]
-    observations = run_tasks(solutions, tasks).observations
+    observations = run_tasks(open_submission(solutions), tasks).observations
     golden = {task.name: obs for task, obs in observations.items()}
     failed = [name for name, obs in golden.items() if _has_error(obs)]
     if failed:

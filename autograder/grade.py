@@ -4,7 +4,6 @@ from __future__ import annotations
 import inspect
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -12,11 +11,8 @@ from .golden import load_golden
 from .feedback import describe_error
 from .registry import STAGES, Fail, all_checks
 from .runner import Task, run_tasks
+from .submission import SubmissionError, open_submission  # noqa: F401  (SubmissionError: part of grade's API)
 from .workspace import CopyError
-
-
-class SubmissionError(Exception):
-    """The submission cannot be graded at all (missing or malformed): a message for the user."""
 
 
 @dataclass
@@ -39,26 +35,7 @@ class Graded:
     results: list  # of CheckResult, in stage order
     seconds: float
     isolation: dict  # what protected the run (user, network, limits), for the report
-
-
-def find_package(submission) -> Path:
-    """The folder that holds ``attention_lab/``: SUBMISSION itself, or its parent if it *is* the package."""
-    path = Path(submission).expanduser().resolve()
-    if not path.exists():
-        raise SubmissionError(f"{submission}: no such file or directory")
-    if not path.is_dir():
-        raise SubmissionError(f"{submission} is not a folder; pass the folder that holds attention_lab/")
-    if (path / "attention_lab").is_dir():
-        root = path
-    elif path.name == "attention_lab":
-        root = path.parent
-    else:
-        raise SubmissionError(f"{submission} has no attention_lab/ folder; pass the folder that holds "
-                              "attention_lab/ (a copy of assignments/ with your edits)")
-    modules = [f"{s.module}.py" for s in STAGES.values()]
-    if not any((root / "attention_lab" / m).is_file() for m in modules):
-        raise SubmissionError(f"{root / 'attention_lab'} holds none of {', '.join(modules)}")
-    return root
+    origins: dict  # module -> where its code came from (a module file, or a notebook)
 
 
 def available_devices():
@@ -98,13 +75,13 @@ def grade(submission, stages=None, devices=None, timeout_s=None):
 
     Raises SubmissionError when the submission cannot be graded at all, GradingError when the
     grader itself failed."""
-    root = find_package(submission)
+    sub = open_submission(submission)
     started = time.monotonic()
-    checks = all_checks(stages)
+    checks = all_checks(stages if stages is not None else sub.stages)
     devices = available_devices() if devices is None else set(devices)
     golden = load_golden()  # before any student code runs
     try:
-        run = run_tasks(root, plan(checks, devices), **({"timeout_s": timeout_s} if timeout_s else {}))
+        run = run_tasks(sub, plan(checks, devices), **({"timeout_s": timeout_s} if timeout_s else {}))
     except CopyError as exc:
         raise SubmissionError(str(exc)) from None
     results = []
@@ -122,7 +99,7 @@ def grade(submission, stages=None, devices=None, timeout_s=None):
         passed = not problems
         feedback = ("passed" + note) if passed else clean("\n".join(problems))
         results.append(CheckResult(c.id, c.stage, c.title, c.points, passed, feedback, c.visibility))
-    return Graded(results, time.monotonic() - started, run.isolation)
+    return Graded(results, time.monotonic() - started, run.isolation, sub.origins)
 
 
 FEEDBACK_MAX = 2000

@@ -92,10 +92,10 @@ def load_result(data):
         return error("BadResult", f"the grader could not read this result ({str(exc)[:200]})")
 
 
-def run_tasks(submission: Path, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> Run:
-    """Run ``tasks`` against ``submission`` (the folder that holds ``attention_lab/``)."""
+def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> Run:
+    """Run ``tasks`` against ``submission`` (a ``submission.Submission``)."""
     workspace.become_subreaper()
-    ws = Workspace(Path(submission))
+    ws = Workspace(submission)
     run = Run({})
     results: dict[int, dict] = {}
     broken: dict[str, str] = {}
@@ -128,6 +128,13 @@ def run_tasks(submission: Path, tasks: list[Task], timeout_s: float = TASK_TIMEO
         ws.remove()
     run.observations = {tasks[i]: results[i] for i in range(len(tasks))}
     return run
+
+
+def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
+    """An upper bound on ``run_tasks``'s wall time: every task runs to its timeout, and each of
+    the crashes or hangs the strikes allow starts a child that takes as long as it may to start."""
+    starts = 1 + STRIKES * len({t.stage for t in tasks})
+    return len(tasks) * (timeout_s + 1) + starts * START_TIMEOUT_S
 
 
 def _site_paths():

@@ -66,7 +66,7 @@ def _others_can_reach(path):
 
 
 class Workspace:
-    def __init__(self, submission: Path):
+    def __init__(self, submission):
         self.uid, self.gid = (CHILD_UID, CHILD_GID) if is_root() else (None, None)
         if self.uid is not None:
             lock_secrets()
@@ -75,7 +75,10 @@ class Workspace:
         self.control.mkdir()
         self.submission = self.root / "submission"
         try:
-            _copy_package(submission / "attention_lab", self.submission / "attention_lab")
+            package = self.submission / "attention_lab"
+            if submission.package is not None:
+                _copy_package(submission.package, package)
+            _write_modules(submission.replaced, package)
         except BaseException:
             self.remove()
             raise
@@ -145,6 +148,18 @@ def _copy_package(src: Path, dst: Path):
         os.chmod(folder, 0o755)
         for name in names:
             os.chmod(Path(folder) / name, 0o644)
+
+
+def _write_modules(replaced: dict, package: Path):
+    """Write code taken from notebooks over the copied modules (names are the lab's own)."""
+    package.mkdir(parents=True, exist_ok=True)
+    init = package / "__init__.py"
+    if not init.exists():
+        init.write_text("")
+    for module, code in replaced.items():
+        (package / f"{module}.py").write_text(code, encoding="utf-8")
+    for path in (package, *package.iterdir()):
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
 
 
 def read_small(path, limit=RESULT_MAX_BYTES):

@@ -1,0 +1,273 @@
+"""The nbgrader course end to end, with the real nbgrader CLI and a real kernel.
+
+One course is built once per session (``attention-lab nbgrader init``, ``nbgrader
+generate_assignment``); four students submit, nbgrader autogrades them and writes feedback, and
+each test compares one part of that with ``attention-lab grade`` on the same submitted files:
+
+- alice: the reference, typed into the released notebooks (and saved as modules, as running
+  the cells does);
+- bob: the release, untouched;
+- carol: partly right: stage 1 right, a seed's bug in stage 2 (``x @ self.W_key``), stage 3 without
+  the 1/sqrt(d_k) scaling and noisy (warnings on, a warning per call, a line on stderr at import),
+  stages 4 and 5 untouched;
+- mallory: untouched code plus one cell that makes every later cell that calls the grader do
+  nothing, the kind of attack a kernel-side grader cannot stop (see README, "nbgrader").
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from nbgrader.api import Gradebook
+
+from autograder.build import BEGIN, END, HIDDEN_BEGIN, planned_files, solved
+from autograder.course import DEFAULT_ASSIGNMENT as ASSIGNMENT, notebook_name
+from autograder.golden import load_golden
+from autograder.grade import grade
+from autograder import notebooks
+from autograder.notebooks import module_of, source_text
+from autograder.registry import STAGES, max_points
+from autograder.report import stage_totals
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions" / "attention_lab"
+BIN = Path(sys.executable).parent  # nbgrader runs `alembic` from PATH: the same environment's
+STUDENTS = ("alice", "bob", "carol", "mallory")
+NOISY = '''
+
+import sys as _sys
+import warnings as _warnings
+
+print("carol: a debugging line on stderr", file=_sys.stderr)
+
+
+class CausalAttention(CausalAttention):
+    def forward(self, x):
+        _warnings.warn("carol's forward was called")
+        return super().forward(x)
+'''
+WARNINGS_ON = 'import warnings\nwarnings.simplefilter("always")\nprint("warnings on")'
+BLANK_GRADER_CELLS = ('get_ipython().input_transformers_post.append(\n'
+                      '    lambda lines: ["pass\\n"] if any("check(" in line for line in lines) else lines)')
+
+
+def run(course, *args, timeout=1200, ok=True):
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+           # no user config or user kernel changes the run: the kernel is this environment's
+           "JUPYTER_CONFIG_DIR": str(course.parent / "jupyter-config"),
+           "JUPYTER_DATA_DIR": str(course.parent / "jupyter-data"),
+           "JUPYTER_RUNTIME_DIR": str(course.parent / "jupyter-runtime")}
+    proc = subprocess.run(args, cwd=course, env=env, capture_output=True, text=True, timeout=timeout)
+    if ok:
+        assert proc.returncode == 0, f"{' '.join(map(str, args))} failed:\n{proc.stdout}\n{proc.stderr[-6000:]}"
+        # nbgrader logs a broken nbgrader_config.py and goes on without any of it
+        assert "Exception while loading config" not in proc.stdout + proc.stderr, proc.stderr[-6000:]
+    return proc
+
+
+def reference(module):
+    return solved((SOLUTIONS / f"{module}.py").read_text())
+
+
+def zoo(name):
+    return (ROOT / "tests" / "zoo" / "wrong" / f"{name}.py").read_text()
+
+
+def submit(course, student, modules, extra_cells=()):
+    """Copy the release to submitted/<student>/, type ``modules`` into the notebooks' module cells
+    and save them in attention_lab/ (as running those cells does), and add ``extra_cells``
+    (notebook -> sources) right after the module cell."""
+    folder = course / "submitted" / student / ASSIGNMENT
+    shutil.copytree(course / "release" / ASSIGNMENT, folder)
+    for path in folder.glob("*.ipynb"):
+        notebook = notebooks.fill(json.loads(path.read_text()), modules)
+        at = 1 + next(i for i, c in enumerate(notebook["cells"]) if notebooks.module_of(source_text(c)))
+        notebook["cells"][at:at] = [{"cell_type": "code", "id": f"{student}-{i}", "metadata": {}, "outputs": [],
+                                     "execution_count": None, "source": extra}
+                                    for i, extra in enumerate(dict(extra_cells).get(path.stem, []))]
+        path.write_text(json.dumps(notebook, indent=1))
+    for module, code in modules.items():
+        (folder / "attention_lab" / f"{module}.py").write_text(code)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def course(tmp_path_factory):
+    course = tmp_path_factory.mktemp("nbgrader") / "course"
+    run(ROOT, sys.executable, "-m", "autograder.cli", "nbgrader", "init", str(course))
+    run(course, BIN / "nbgrader", "generate_assignment", ASSIGNMENT)
+    ref = {s.module: reference(s.module) for s in STAGES.values()}
+    alice = submit(course, "alice", ref)
+    (alice / "attention_lab" / "__init__.py").write_text('"""alice\'s own package docstring"""\n')
+    submit(course, "bob", {})
+    submit(course, "carol", {
+        "simple": ref["simple"],
+        "self_attention": ref["self_attention"] + "\n\n" + zoo("v2_matmul_linear"),
+        "causal": ref["causal"] + "\n\n" + zoo("causal_no_scaling") + NOISY,
+    }, extra_cells={"stage3_causal": [WARNINGS_ON]})
+    submit(course, "mallory", {}, extra_cells={"stage1_simple": [BLANK_GRADER_CELLS]})
+    autograde = run(course, BIN / "nbgrader", "autograde", ASSIGNMENT, "--create")
+    run(course, BIN / "nbgrader", "generate_feedback", ASSIGNMENT)
+    return course, autograde
+
+
+def gradebook(course):
+    """{student: {stage: points}} as nbgrader's gradebook has it."""
+    stage_of = {notebook_name(s): s.number for s in STAGES.values()}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention-lab") as gb:
+        return {student: {stage_of[nb.name]: nb.score for nb in gb.find_submission(ASSIGNMENT, student).notebooks}
+                for student in STUDENTS}
+
+
+def kit_points(folder):
+    return {stage: points for stage, (points, *_) in stage_totals(grade(folder).results).items()}
+
+
+def test_release_has_no_solution_and_no_hidden_check(course):
+    course, _ = course
+    release = course / "release" / ASSIGNMENT
+    files = [p for p in release.rglob("*") if p.is_file()]
+    solution_only = solution_lines() - public_lines()
+    assert len(solution_only) > 50, "the scan needs solution lines to look for"
+    for path in files:
+        text = path.read_text()
+        for marker in (BEGIN, HIDDEN_BEGIN, "gradecell", "check("):
+            assert marker not in text, f"{path.relative_to(course)} holds {marker!r}"
+        lines = {line.strip() for line in text.replace("\\n", "\n").splitlines()}
+        leaked = sorted(lines & solution_only)
+        assert not leaked, f"{path.relative_to(course)} holds solution code: {leaked[:3]}"
+    stubs = {p.name: c.decode() for p, c in planned_files(ROOT).items() if p.parent.name == "attention_lab"}
+    for name, code in stubs.items():
+        assert (release / "attention_lab" / name).read_text() == code, f"attention_lab/{name} is not the stub"
+    for path in release.glob("*.ipynb"):
+        cells = [module_of(source_text(c)) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        (module, code), = [c for c in cells if c]
+        assert code == stubs[f"{module}.py"], f"{path.name}: the released module cell is not the stub"
+
+
+def solution_lines():
+    lines, inside = set(), False
+    for path in SOLUTIONS.glob("*.py"):
+        for line in path.read_text().splitlines():
+            if line.strip() in (BEGIN, END):
+                inside = line.strip() == BEGIN
+            elif inside and len(line.strip()) > 8 and not line.strip().startswith("#"):
+                lines.add(line.strip())
+    return lines
+
+
+def public_lines():
+    """Lines students see anyway: the stubs and the public checks."""
+    texts = [c.decode() for c in planned_files(ROOT).values()]
+    texts += [p.read_text() for p in (ROOT / "assignments" / "tests").glob("*.py")]
+    return {line.strip() for text in texts for line in text.splitlines()}
+
+
+def test_autograde_gives_the_same_points_per_stage_as_attention_lab_grade(course):
+    course, _ = course
+    book = gradebook(course)
+    for student in ("alice", "bob", "carol"):
+        folder = course / "submitted" / student / ASSIGNMENT
+        assert book[student] == kit_points(folder), f"{student}: nbgrader and attention-lab grade disagree"
+    assert book["alice"] == {n: max_points(n) for n in STAGES}
+    assert book["bob"] == {n: 0 for n in STAGES}
+    carol = book["carol"]
+    assert carol[1] == max_points(1) and carol[4] == carol[5] == 0
+    for n in (2, 3):
+        assert 0 < carol[n] < max_points(n), f"carol's stage {n} should be partly right: {carol}"
+
+
+def test_warnings_and_stderr_do_not_zero_a_grade_cell(course):
+    course, _ = course
+    notebook = json.loads((course / "autograded" / "carol" / ASSIGNMENT / "stage3_causal.ipynb").read_text())
+    outputs = [o for c in notebook["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    assert any("warnings on" in "".join(o.get("text", "")) for o in outputs), "carol's cell did not run"
+    graded = [c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
+    for cell in graded:
+        assert not [o for o in cell["outputs"] if o.get("name") == "stderr"], cell["source"]
+    passed = [c for c in graded if not [o for o in c["outputs"] if o["output_type"] == "error"]]
+    assert passed, "none of carol's stage 3 grade cells passed"
+
+
+def test_students_modules_are_not_replaced_at_autograde(course):
+    course, _ = course
+    for student in ("alice", "carol"):
+        submitted = course / "submitted" / student / ASSIGNMENT / "attention_lab"
+        autograded = course / "autograded" / student / ASSIGNMENT / "attention_lab"
+        for path in submitted.glob("*.py"):  # __init__.py included: no notebook cell rewrites that one
+            assert (autograded / path.name).read_text() == path.read_text(), f"{student}'s {path.name} was replaced"
+
+
+def test_grading_a_single_notebook_grades_its_stage(course):
+    course, _ = course
+    notebook = course / "submitted" / "carol" / ASSIGNMENT / "stage2_self_attention.ipynb"
+    results = grade(notebook).results
+    assert {r.stage for r in results} == {2}
+    assert kit_points(notebook) == {2: gradebook(course)["carol"][2]}
+
+
+def test_feedback_shows_failed_checks_and_no_hidden_expected_value(course):
+    course, _ = course
+    page = (course / "feedback" / "carol" / ASSIGNMENT / "stage3_causal.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    failed = [r for r in grade(course / "submitted" / "carol" / ASSIGNMENT).results
+              if r.stage == 3 and not r.passed]
+    assert failed, "carol should fail a stage 3 check"
+    for r in failed:
+        assert r.feedback.splitlines()[0] in text, f"the feedback of {r.id} is not in carol's feedback"
+    hidden = hidden_numbers() - public_numbers()
+    assert len(hidden) > 100, "the scan needs hidden numbers to look for"
+    shown = set(re.findall(r"-?\d+\.\d{4}\b", text))
+    assert not shown & hidden, f"carol's feedback shows hidden expected values: {sorted(shown & hidden)[:5]}"
+
+
+def hidden_numbers():
+    """Every value of the golden data, as the feedback would print it (4 decimals)."""
+    found = set()
+
+    def walk(obj):
+        if isinstance(obj, torch.Tensor) and obj.is_floating_point():
+            found.update(f"{v:.4f}" for v in obj.flatten().tolist() if 0.01 < abs(v) < 100 and abs(v) != 1)
+        elif isinstance(obj, dict):
+            for value in obj.values():
+                walk(value)
+        elif isinstance(obj, list):
+            for value in obj:
+                walk(value)
+
+    walk(load_golden())
+    return found
+
+
+def public_numbers():
+    """Numbers the book prints: feedback may show those."""
+    text = (ROOT / "autograder" / "book.py").read_text()
+    return set(re.findall(r"-?\d+\.\d{4}\b", text)) | {f"{float(v):.4f}" for v in re.findall(r"-?\d+\.\d+", text)}
+
+
+def test_a_kernel_side_grader_can_be_gamed_and_the_isolated_one_cannot(course):
+    """The README's claim, shown: nbgrader runs grade cells in the student's kernel."""
+    course, _ = course
+    folder = course / "submitted" / "mallory" / ASSIGNMENT
+    assert kit_points(folder) == {n: 0 for n in STAGES}
+    assert gradebook(course)["mallory"][1] == max_points(1), "the attack on nbgrader's kernel no longer works"
+
+
+def test_release_guard_refuses_solution_code_in_source_modules(tmp_path):
+    course = tmp_path / "course"
+    run(ROOT, sys.executable, "-m", "autograder.cli", "nbgrader", "init", str(course))
+    # What running the source notebook's module cell does: it saves the solution, markers and all.
+    module = course / "source" / ASSIGNMENT / "attention_lab" / "causal.py"
+    module.write_text((SOLUTIONS / "causal.py").read_text())
+    proc = run(course, BIN / "nbgrader", "generate_assignment", ASSIGNMENT, ok=False)
+    assert proc.returncode != 0
+    assert "attention_lab/causal.py line" in proc.stdout + proc.stderr
+    assert not (course / "release" / ASSIGNMENT).exists(), "a release with solution code was left behind"
