@@ -7,10 +7,8 @@ reference typed into the course's notebooks) graded as an instructor would, as c
 wall-clock seconds (median and range over the repeats).
 """
 import argparse
-import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -20,9 +18,8 @@ from pathlib import Path
 
 import torch
 
-from .build import KIT_ROOT, solved
+from .build import KIT_ROOT
 from .grade import grade
-from .registry import STAGES
 
 
 def timed(repeat, run):
@@ -48,8 +45,8 @@ def bench_grade(repeat):
 
 
 def bench_nbgrader(repeat):
-    from . import notebooks
-    from .course import DEFAULT_ASSIGNMENT as ASSIGNMENT, init_course
+    from .course import DEFAULT_ASSIGNMENT as ASSIGNMENT
+    from .course import hand_in, init_course, reference_code
 
     bin_dir = Path(sys.executable).parent
     if not (bin_dir / "nbgrader").exists():
@@ -65,14 +62,8 @@ def bench_nbgrader(repeat):
             return proc
 
         command(bin_dir / "nbgrader", "generate_assignment", ASSIGNMENT)
-        folder = course / "submitted" / "alice" / ASSIGNMENT
-        shutil.copytree(course / "release" / ASSIGNMENT, folder)
-        code = {s.module: solved((KIT_ROOT / "solutions" / "attention_lab" / f"{s.module}.py").read_text())
-                for s in STAGES.values()}
-        for path in folder.glob("*.ipynb"):
-            path.write_text(json.dumps(notebooks.fill(json.loads(path.read_text()), code)))
-        for module, text in code.items():
-            (folder / "attention_lab" / f"{module}.py").write_text(text)
+        folder = hand_in(course / "release" / ASSIGNMENT, course / "submitted" / "alice" / ASSIGNMENT,
+                         reference_code())
 
         def autograde():
             command(bin_dir / "nbgrader", "autograde", ASSIGNMENT, "--create", "--force", "--student", "alice")

@@ -23,13 +23,14 @@ from __future__ import annotations
 import ast
 import json
 import re
+import shutil
 from pathlib import Path
 
-from .build import HIDDEN_BEGIN, HIDDEN_END, KIT_ROOT, BuildError, planned_files
-from .notebooks import module_cell
+from . import notebooks
+from .build import HIDDEN_BEGIN, HIDDEN_END, KIT_ROOT, BuildError, planned_files, solved
+from .grade import plan
 from .registry import STAGES, all_checks
 from .runner import worst_case_s
-from .grade import plan
 
 DEFAULT_ASSIGNMENT = "attention"
 SCHEMA_VERSION = 3  # nbgrader's cell metadata format (0.9.x)
@@ -78,6 +79,23 @@ def init_course(course_dir, assignment=DEFAULT_ASSIGNMENT, force=False, log=prin
     return course
 
 
+def reference_code(root: Path = KIT_ROOT) -> dict[str, str]:
+    """module -> the reference as a student who solved the stage hands it in."""
+    return {s.module: solved((root / "solutions" / "attention_lab" / f"{s.module}.py").read_text())
+            for s in STAGES.values()}
+
+
+def hand_in(release: Path, folder: Path, modules: dict[str, str]) -> Path:
+    """A submission as a student makes one, for tests and benchmarks: a copy of the release with
+    ``modules`` typed into their module cells and saved in attention_lab/ (what running them does)."""
+    shutil.copytree(release, folder)
+    for path in folder.glob("*.ipynb"):
+        path.write_text(json.dumps(notebooks.fill(json.loads(path.read_text()), modules), indent=1))
+    for module, code in modules.items():
+        (folder / "attention_lab" / f"{module}.py").write_text(code)
+    return folder
+
+
 def nbgrader_config(assignment: str) -> str:
     modules = sorted(f"attention_lab/{p}" for p in ["__init__.py", *(f"{s.module}.py" for s in STAGES.values())])
     timeout = max(worst_case_s(plan(all_checks({n}), {"cpu", "meta", "cuda"})) for n in STAGES)
@@ -112,7 +130,7 @@ def stage_notebook(stage, solution: str) -> dict:
     points = sum(c.points for c in checks)
     cells = [
         _markdown(f"{stage.module}-intro", _intro(stage, solution, points, len(checks))),
-        _code(f"{stage.module}-code", module_cell(stage.module, solution), solution=True),
+        _code(f"{stage.module}-code", notebooks.module_cell(stage.module, solution), solution=True),
         _markdown(f"{stage.module}-selfcheck-intro", SELF_CHECK_TEXT),
         _code(f"{stage.module}-selfcheck", SELF_CHECK.format(n=stage.number)),
         _markdown(f"{stage.module}-graded-intro", GRADED_TEXT.format(points=points, n=len(checks))),
@@ -124,10 +142,9 @@ def stage_notebook(stage, solution: str) -> dict:
 
 def _intro(stage, solution, points, n_checks):
     doc = ast.get_docstring(ast.parse(solution)) or ""
-    title, _, body = doc.partition("\n")
-    body = re.sub(r"``([^`]+)``", r"`\1`", body.strip())  # reST literals -> Markdown
-    return INTRO.format(n=stage.number, title=title.split(":", 1)[-1].strip().rstrip("."), body=body,
-                        module=stage.module, points=points, checks=n_checks)
+    body = re.sub(r"``([^`]+)``", r"`\1`", doc.partition("\n")[2].strip())  # reST literals -> Markdown
+    return INTRO.format(n=stage.number, title=stage.title, body=body, module=stage.module, points=points,
+                        checks=n_checks)
 
 
 def _cell(cell_type, grade_id, source, nbgrader):

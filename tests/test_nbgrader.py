@@ -19,7 +19,6 @@ import html
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,11 +27,11 @@ import pytest
 import torch
 from nbgrader.api import Gradebook
 
-from autograder.build import BEGIN, END, HIDDEN_BEGIN, planned_files, solved
-from autograder.course import DEFAULT_ASSIGNMENT as ASSIGNMENT, notebook_name
+from autograder.build import BEGIN, END, HIDDEN_BEGIN, planned_files
+from autograder.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
+from autograder.course import hand_in, notebook_name, reference_code
 from autograder.golden import load_golden
 from autograder.grade import grade
-from autograder import notebooks
 from autograder.notebooks import module_of, source_text
 from autograder.registry import STAGES, max_points
 from autograder.report import stage_totals
@@ -73,29 +72,21 @@ def run(course, *args, timeout=1200, ok=True):
     return proc
 
 
-def reference(module):
-    return solved((SOLUTIONS / f"{module}.py").read_text())
-
-
 def zoo(name):
     return (ROOT / "tests" / "zoo" / "wrong" / f"{name}.py").read_text()
 
 
 def submit(course, student, modules, extra_cells=()):
-    """Copy the release to submitted/<student>/, type ``modules`` into the notebooks' module cells
-    and save them in attention_lab/ (as running those cells does), and add ``extra_cells``
+    """The student's copy of the release with ``modules`` typed in and saved, plus ``extra_cells``
     (notebook -> sources) right after the module cell."""
-    folder = course / "submitted" / student / ASSIGNMENT
-    shutil.copytree(course / "release" / ASSIGNMENT, folder)
-    for path in folder.glob("*.ipynb"):
-        notebook = notebooks.fill(json.loads(path.read_text()), modules)
-        at = 1 + next(i for i, c in enumerate(notebook["cells"]) if notebooks.module_of(source_text(c)))
+    folder = hand_in(course / "release" / ASSIGNMENT, course / "submitted" / student / ASSIGNMENT, modules)
+    for stem, sources in dict(extra_cells).items():
+        path = folder / f"{stem}.ipynb"
+        notebook = json.loads(path.read_text())
+        at = 1 + next(i for i, c in enumerate(notebook["cells"]) if module_of(source_text(c)))
         notebook["cells"][at:at] = [{"cell_type": "code", "id": f"{student}-{i}", "metadata": {}, "outputs": [],
-                                     "execution_count": None, "source": extra}
-                                    for i, extra in enumerate(dict(extra_cells).get(path.stem, []))]
+                                     "execution_count": None, "source": source} for i, source in enumerate(sources)]
         path.write_text(json.dumps(notebook, indent=1))
-    for module, code in modules.items():
-        (folder / "attention_lab" / f"{module}.py").write_text(code)
     return folder
 
 
@@ -104,7 +95,7 @@ def course(tmp_path_factory):
     course = tmp_path_factory.mktemp("nbgrader") / "course"
     run(ROOT, sys.executable, "-m", "autograder.cli", "nbgrader", "init", str(course))
     run(course, BIN / "nbgrader", "generate_assignment", ASSIGNMENT)
-    ref = {s.module: reference(s.module) for s in STAGES.values()}
+    ref = reference_code()
     alice = submit(course, "alice", ref)
     (alice / "attention_lab" / "__init__.py").write_text('"""alice\'s own package docstring"""\n')
     submit(course, "bob", {})
