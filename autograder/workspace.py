@@ -79,6 +79,7 @@ class Workspace:
             if submission.package is not None:
                 _copy_package(submission.package, package)
             _write_modules(submission.replaced, package)
+            _readable_by_all(package)
         except BaseException:
             self.remove()
             raise
@@ -144,10 +145,6 @@ def _copy_package(src: Path, dst: Path):
                 raise CopyError(f"{src} holds more than {MAX_COPY_FILES} files or "
                                 f"{MAX_COPY_BYTES // 2**20} MiB; remove data files that are not code")
             shutil.copyfile(path, dst / rel / name, follow_symlinks=False)
-    for folder, dirs, names in os.walk(dst):
-        os.chmod(folder, 0o755)
-        for name in names:
-            os.chmod(Path(folder) / name, 0o644)
 
 
 def _write_modules(replaced: dict, package: Path):
@@ -158,8 +155,14 @@ def _write_modules(replaced: dict, package: Path):
         init.write_text("")
     for module, code in replaced.items():
         (package / f"{module}.py").write_text(code, encoding="utf-8")
-    for path in (package, *package.iterdir()):
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+
+
+def _readable_by_all(package: Path):
+    """The child, another user as root, reads the package and writes nothing into it."""
+    for folder, _, names in os.walk(package):
+        os.chmod(folder, 0o755)
+        for name in names:
+            os.chmod(Path(folder) / name, 0o644)
 
 
 def read_small(path, limit=RESULT_MAX_BYTES):
