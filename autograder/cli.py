@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .registry import STAGES
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="attention-lab", description=__doc__)
@@ -13,7 +15,7 @@ def main(argv=None):
     g.add_argument("submission", help="a folder holding attention_lab/ (a copy of assignments/ with edits), "
                    "a notebook of the nbgrader course, or a folder of them (their module cells are graded)")
     g.add_argument("--json", metavar="FILE", help="also write Gradescope's results.json schema to FILE")
-    g.add_argument("--stage", type=int, action="append", choices=range(1, 6), metavar="N",
+    g.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
                    help="grade only stage N (repeatable)")
     g.add_argument("--verbose", "-v", action="store_true", help="list passed checks too")
 

@@ -3,7 +3,7 @@
 ``attention-lab nbgrader init COURSE_DIR`` writes::
 
     nbgrader_config.py
-    source/<assignment>/stage1_simple.ipynb ... stage5_buffers.ipynb
+    source/<assignment>/stage1_simple.ipynb ... stage7_transformer.ipynb (a notebook per stage)
     source/<assignment>/attention_lab/*.py      the stubs (nbgrader copies modules untouched)
     source/<assignment>/tests/                  the public self-checks
 

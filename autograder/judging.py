@@ -101,6 +101,8 @@ def check_leak(obs, what):
 
 def check_dropout(out, p, what):
     """Judge the output of ``dropout_report``: see ``probes.common.dropout_weights``."""
+    expect(out.dim() == 3, f"{what}: the output of a batch of shape (batch, tokens, dim) has shape "
+           f"{tuple(out.shape)}; it should have 3 dimensions too")
     b, T, width = out.shape
     expect(width == T + 1, f"{what}: output has width {width}, expected {T + 1}")
     weights, total = out[..., :T].double(), out[..., T].double()
@@ -145,3 +147,63 @@ def check_gradients(obs, what):
     missing = [name for name, ok in grads.items() if not ok]
     expect(not missing, f"{what}: no gradient reaches {', '.join(missing)} (is it used in forward, "
            "and not detached or replaced by a plain tensor?)")
+
+
+def expect_finite(t, what, hint=""):
+    if not bool(t.isfinite().all()):
+        idx = (~t.isfinite()).nonzero()[0].tolist()
+        raise Fail(f"{what}[{', '.join(map(str, idx))}] is {t[tuple(idx)].item()}{hint}")
+
+
+ALL_HIDDEN_HINT = (": a row whose keys are all hidden (a sequence of nothing but padding) must stay finite; "
+                   "fill hidden scores with a large negative finite number (-1e9 or torch.finfo(dtype).min), "
+                   "not -inf, whose softmax is nan")
+
+
+def check_padding(rep, real, what):
+    """Judge a padding report: outputs of real tokens ignore padded inputs; nothing is nan.
+
+    ``real``: (batch, seq) bool, True for the tokens whose outputs must not change.
+    """
+    shape = tuple(rep["clean"].shape)
+    expect(len(shape) == 3 and shape[:2] == tuple(real.shape), f"{what}: the output for a batch of shape "
+           f"{(*real.shape, 'dim')} with a padding mask has shape {shape}; check how the mask's axes line up with "
+           "the scores' (batch, query, key) axes")
+    expect_finite(rep["clean"], f"{what} output with padding")
+    expect_finite(rep["all_padded"], f"{what} output", ALL_HIDDEN_HINT)
+    clean, junk = rep["clean"][real], rep["junk"][real]
+    moved = (clean - junk).abs().amax(dim=-1)
+    if bool((moved > 1e-5 * max(1.0, float(clean.abs().max()))).any()):
+        b, t = real.nonzero()[int(moved.argmax())].tolist()
+        raise Fail(f"{what}: the output of real token {t} in sequence {b} changed by {moved.max().item():.4g} "
+                   "when only the padded positions' inputs changed; the mask must hide padded keys "
+                   "(mask 0 = hidden, filled before the softmax)")
+
+
+def check_divisibility(obs, call, why):
+    """Judge ``raised``: ``call`` must raise ValueError with a message (``why``: what does not divide)."""
+    r = get(obs)
+    expect(r["raised"] != "AssertionError", f"{call} raised AssertionError; raise ValueError instead "
+           "(asserts vanish under python -O)")
+    expect(r["raised"] == "ValueError", f"{call} should raise ValueError ({why}), but it did not")
+    expect(len(r["message"]) >= 10, f"the ValueError of {call} should say what is wrong ({why})")
+
+
+def check_inverted_dropout(out, undropped, p, what, where):
+    """``out`` should be ``undropped`` with about p of its nonzero entries zeroed and the others
+    scaled by exactly 1/(1-p) (inverted dropout, as nn.Dropout does in train mode)."""
+    out, undropped = out.double(), undropped.double()
+    expect(out.shape == undropped.shape,
+           f"{what}: output has shape {tuple(out.shape)}, expected {tuple(undropped.shape)}")
+    live = undropped.abs() > 1e-6
+    zeroed = live & (out == 0)
+    fraction = float(zeroed.sum() / live.sum())
+    expect(fraction > 0.005, f"{what} in train mode with dropout={p} zeroed nothing {where}")
+    kept = live & ~zeroed
+    ratio = out[kept] / undropped[kept]
+    if not torch.allclose(ratio, torch.full_like(ratio, 1 / (1 - p)), rtol=1e-3, atol=0):
+        raise Fail(f"{what}: in train mode the values {where} that dropout keeps should be scaled by exactly "
+                   f"1/(1-p) = {1 / (1 - p):.4f}; their ratio to the values without dropout is about "
+                   f"{ratio.median().item():.4f} (is dropout applied somewhere else?)")
+    expect(abs(fraction - p) < 0.04, f"{what}: dropout zeroed {fraction:.1%} of the values {where}; "
+           f"with dropout={p} about {p:.0%} should be")

@@ -38,6 +38,11 @@ STAGES = {
               "stacked heads, splitting one projection into heads, out_proj, nn.MultiheadAttention"),
         Stage(5, "buffers", "buffers",
               "register_buffer: moving with .to(device) and persisting in the state_dict"),
+        Stage(6, "practical", "self-attention as model code writes it",
+              "a fused QKV projection, padding masks that never give nan, attention dropout, q/k/v/o projections"),
+        Stage(7, "transformer", "Transformer encoder and decoder layers",
+              "scaled dot-product attention, padding and subsequent masks, cross-attention, the feed-forward "
+              "network, sinusoidal positions, post-norm residual sublayers, checked against PyTorch's own layers"),
     )
 }
 

@@ -24,10 +24,11 @@ def render_table(results, seconds, verbose=False, color=False):
 
     lines = []
     totals = stage_totals(results)
+    width = max((len(STAGES[stage].title) for stage in totals), default=0)
     for stage, (p, m, n_ok, n) in totals.items():
         s = STAGES[stage]
         status = paint(f"{p:>3}/{m:<3}", "32" if p == m else "31" if p == 0 else "33")
-        lines.append(f"Stage {stage}  {s.title:<40} {status} {n_ok:>2}/{n} checks passed   ({s.module}.py)")
+        lines.append(f"Stage {stage}  {s.title:<{width}} {status} {n_ok:>2}/{n} checks passed   ({s.module}.py)")
         for r in results:
             if r.stage != stage or (r.passed and not verbose):
                 continue

@@ -1,5 +1,7 @@
 """Shared fixtures of the kit's own tests."""
+import importlib
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,3 +26,19 @@ def make_submission(tmp_path):
         return pkg.parent
 
     return make
+
+
+@pytest.fixture(scope="session")
+def ref():
+    """The reference modules of every stage, imported in this process: {module name: module}."""
+    from autograder.registry import STAGES
+
+    sys.path.insert(0, str(ROOT / "solutions"))
+    try:
+        for name in [m for m in sys.modules if m == "attention_lab" or m.startswith("attention_lab.")]:
+            del sys.modules[name]
+        pkg = importlib.import_module("attention_lab")
+        assert Path(pkg.__file__).parent == ROOT / "solutions" / "attention_lab"
+        return {s.module: importlib.import_module(f"attention_lab.{s.module}") for s in STAGES.values()}
+    finally:
+        sys.path.remove(str(ROOT / "solutions"))

@@ -1,7 +1,5 @@
 """The chapter's printed numbers, held against the reference and against the seed notes' text."""
-import importlib
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,20 +9,6 @@ from autograder import book
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"
-
-
-@pytest.fixture(scope="module")
-def ref():
-    sys.path.insert(0, str(ROOT / "solutions"))
-    try:
-        for name in [m for m in sys.modules if m == "attention_lab" or m.startswith("attention_lab.")]:
-            del sys.modules[name]
-        pkg = importlib.import_module("attention_lab")
-        assert Path(pkg.__file__).parent == ROOT / "solutions" / "attention_lab"
-        return {m: importlib.import_module(f"attention_lab.{m}")
-                for m in ("simple", "self_attention", "causal", "multihead", "buffers")}
-    finally:
-        sys.path.remove(str(ROOT / "solutions"))
 
 
 def close(actual, printed):

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from autograder.grade import SubmissionError, grade
-from autograder.registry import all_checks, max_points
+from autograder.registry import STAGES, all_checks, max_points
 
 
 def by_id(results):
@@ -65,7 +65,7 @@ def test_cli_reference_full_marks_and_gradescope_json(root, tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert f"Total {max_points()}/{max_points()} points" in proc.stdout
-    for n in range(1, 6):
+    for n in STAGES:
         assert f"Stage {n}" in proc.stdout
     data = json.loads(out.read_text())
     assert data["score"] == max_points()

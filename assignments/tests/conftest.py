@@ -25,6 +25,8 @@ STAGES = {
     3: "causal attention and dropout (causal.py)",
     4: "multi-head attention (multihead.py)",
     5: "the mask as a buffer (buffers.py)",
+    6: "self-attention as model code writes it (practical.py)",
+    7: "Transformer encoder and decoder layers (transformer.py)",
 }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn as nn
 
 from feedback import describe_error, describe_future, describe_mismatch, describe_row_sums, error_record
 
@@ -161,3 +162,35 @@ def expect_mask(mask, context_length, what):
         should = "nonzero (hidden)" if j > i else "0 (visible)"
         fail(f"{what}[{i}, {j}] is {mask[i, j].item()}; entries {kind} the diagonal should be {should}: "
              "the mask hides exactly the tokens after each token")
+
+
+# --- your layers and PyTorch's ----------------------------------------------------------------
+
+def expect_linear(layer, in_features, out_features, what):
+    """``layer`` is an ``nn.Linear(in_features, out_features)`` with a bias; returns it."""
+    want = f"nn.Linear({in_features}, {out_features})"
+    expect(layer is not None, f"{what} is missing: create it in __init__ as {want}")
+    expect(isinstance(layer, nn.Linear), f"{what} should be an {want}, got {type(layer).__name__}")
+    expect((layer.in_features, layer.out_features) == (in_features, out_features),
+           f"{what} is nn.Linear({layer.in_features}, {layer.out_features}), expected {want}")
+    expect(layer.bias is not None, f"{what} has no bias; {want} keeps the default bias=True")
+    return layer
+
+
+def copy_attention(attention, projections):
+    """Copies four ``nn.Linear`` layers (queries, keys, values, output) into PyTorch's
+    ``nn.MultiheadAttention``: the first three stacked into in_proj, the last as out_proj."""
+    with torch.no_grad():
+        attention.in_proj_weight.copy_(torch.cat([p.weight for p in projections[:3]]))
+        attention.in_proj_bias.copy_(torch.cat([p.bias for p in projections[:3]]))
+        attention.out_proj.weight.copy_(projections[3].weight)
+        attention.out_proj.bias.copy_(projections[3].bias)
+    return attention
+
+
+def pytorch_mask(mask, batch, heads, n_q, n_k):
+    """A mask that broadcasts to (batch, heads, n_q, n_k) with 0 = hidden, as PyTorch's 3-D
+    ``attn_mask``: (batch * heads, n_q, n_k) with True = hidden (None stays None)."""
+    if mask is None:
+        return None
+    return (mask == 0).expand(batch, heads, n_q, n_k).reshape(batch * heads, n_q, n_k)

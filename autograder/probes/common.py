@@ -204,35 +204,43 @@ DROPOUT_TOKENS = 32
 DROPOUT_BATCH = 48
 
 
-def dropout_weights(num_tokens, prefix=""):
+def dropout_weights(num_tokens, prefix="", names=("W_query", "W_key", "W_value"), square=False):
     """Weights that make the output show the attention weights themselves.
 
     Queries and keys are zero, so every causal row of weights is uniform: 1/(t+1).
     With one-hot tokens and W_value = [identity; ones], output column j (j < T) is the
     weight on token j and the last column is the row's total: if dropout acts on the
     weights the last column is exactly the sum of the others; if it acts on the outputs,
-    it is not.
+    it is not. ``square``: for layers that map dim to dim, the tokens get one more input
+    column (always 0) and every projection has a zero bias.
     """
     T = num_tokens
-    value = torch.cat([torch.eye(T), torch.ones(1, T)], dim=0)  # (T + 1, T) = (d_out, d_in)
-    return {
-        f"{prefix}W_query.weight": torch.zeros(T + 1, T),
-        f"{prefix}W_key.weight": torch.zeros(T + 1, T),
-        f"{prefix}W_value.weight": value,
-    }
+    width = T + 1 if square else T
+    value = torch.zeros(T + 1, width)
+    value[:T, :T] = torch.eye(T)
+    value[T, :T] = 1
+    query, key, value_name = names
+    zeros = torch.zeros(T + 1, width)
+    weights = {f"{prefix}{query}.weight": zeros, f"{prefix}{key}.weight": zeros, f"{prefix}{value_name}.weight": value}
+    if square:
+        weights.update({f"{prefix}{n}.bias": torch.zeros(T + 1) for n in names})
+    return weights
 
 
-def dropout_report(module, device, train=True, seed=0):
+def dropout_report(module, device, train=True, seed=0, width=DROPOUT_TOKENS, mask=None):
+    """``module`` on one-hot tokens (``width`` columns, see ``dropout_weights``), with ``mask``
+    as its second argument when given, in train mode under a fixed seed."""
     module = module.to(device)
     module.train(train)
-    x = torch.eye(DROPOUT_TOKENS).expand(DROPOUT_BATCH, -1, -1).contiguous().to(device)
+    x = torch.eye(DROPOUT_TOKENS, width).expand(DROPOUT_BATCH, -1, -1).contiguous().to(device)
     torch.manual_seed(seed)
-    return plain(module(x), "the output of forward in train mode")
+    out = module(x) if mask is None else module(x, mask.to(device))
+    return plain(out, "the output of forward in train mode")
 
 
-def eval_report(build, weights, device):
+def eval_report(build, weights, device, d_in=5):
     """Eval mode: two calls agree, and p > 0 gives what p = 0 gives with the same weights."""
-    x = randn(2, 6, 5, seed=21).to(device)
+    x = randn(2, 6, d_in, seed=21).to(device)
     outs = {}
     for name, p in (("dropout", DROPOUT_P), ("no_dropout", 0.0)):
         m = load_by_name(build(p), weights).to(device).eval()
@@ -240,7 +248,7 @@ def eval_report(build, weights, device):
         first = plain(m(x.clone()))
         torch.manual_seed(2)
         outs[name] = [first, plain(m(x.clone()))]
-    other = plain(m(randn(2, 6, 5, seed=22).to(device)))  # a different input must change the output
+    other = plain(m(randn(2, 6, d_in, seed=22).to(device)))  # a different input must change the output
     return {"first": outs["dropout"][0], "second": outs["dropout"][1], "p0": outs["no_dropout"][0],
             "other_input": other}
 
@@ -309,3 +317,26 @@ def state_dict_report(build, device, d_in):
         "before_change_out": before,
     }
 
+
+
+def padding_report(run, x, padded, mask, all_padded):
+    """Outputs with padding, before and after the padded positions of ``x`` are replaced by junk.
+
+    ``run(x, mask)`` returns the output; ``padded``: (batch, seq) bool, True where x holds padding.
+    Only the outputs of real tokens are comparable: a padded query's own output depends on its
+    own (junk) input. ``all_padded``: a mask with a sequence that is nothing but padding.
+    """
+    junk = x.clone()
+    junk[padded] = randn(int(padded.sum()), x.shape[-1], seed=64, scale=100.0)
+    return {"clean": run(x, mask), "junk": run(junk, mask), "all_padded": run(x, all_padded)}
+
+
+def raised(make):
+    """Which of ValueError / AssertionError ``make()`` raised ("" for none), and its message.
+
+    Other exceptions (a stub's NotImplementedError, a crash) propagate to ``attempt``."""
+    try:
+        make()
+    except (ValueError, AssertionError) as exc:
+        return {"raised": type(exc).__name__, "message": str(exc)[:300]}
+    return {"raised": "", "message": ""}

@@ -4,7 +4,7 @@ import torch.nn as nn
 
 from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, ProbeError, attempt, device_report, dropout_report,
                      dropout_weights, eval_report, forward, gradient_report, leak_report, linear_weights,
-                     load_by_name, probe, qkv_weights, randn, shape_reports)
+                     load_by_name, probe, qkv_weights, raised, randn, shape_reports)
 from .stage3 import D_IN, X
 
 CONTEXT = 8
@@ -113,16 +113,7 @@ def mha_shapes(lab, device):
 
 @probe("s4.mha.divisibility")
 def mha_divisibility(lab, device):
-    def run():
-        try:
-            lab.multihead.MultiHeadAttention(4, 6, 8, 0.0, num_heads=4)
-        except ValueError as exc:
-            return {"raised": "ValueError", "message": str(exc)[:300]}
-        except AssertionError as exc:
-            return {"raised": "AssertionError", "message": str(exc)[:300]}
-        return {"raised": "", "message": ""}
-
-    return attempt(run)
+    return attempt(raised, lambda: lab.multihead.MultiHeadAttention(4, 6, 8, 0.0, num_heads=4))
 
 
 @probe("s4.mha.structure")
