@@ -1,7 +1,7 @@
 """EncoderLayer that copies its weights into nn.TransformerEncoderLayer and runs that under
 torch.no_grad(), hoping for PyTorch's fused fast path, which no hand-written check would see."""
 MODULE = "transformer"
-LOSES = ["s7.encoder.*", "s7.gradients"]
+LOSES = ["s7.encoder.*", "s7.sublayer_dropout", "s7.gradients"]
 MENTIONS = "nn.MultiheadAttention"
 
 
