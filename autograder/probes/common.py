@@ -318,7 +318,6 @@ def state_dict_report(build, device, d_in):
     }
 
 
-
 def padding_report(run, x, padded, mask, all_padded):
     """Outputs with padding, before and after the padded positions of ``x`` are replaced by junk.
 

@@ -165,14 +165,11 @@ def mha_divisibility(lab, device):
 class SelfAttend(nn.Module):
     """``attention(x, x, x, mask)`` as a one-input module, for the kit's shared measurements."""
 
-    def __init__(self, attention, mask_of_x=None):
+    def __init__(self, attention):
         super().__init__()
         self.attention = attention
-        self.mask_of_x = mask_of_x
 
     def forward(self, x, mask=None):
-        if mask is None and self.mask_of_x is not None:
-            mask = self.mask_of_x(x)
         return self.attention(x, x, x, mask)
 
 
