@@ -1,16 +1,44 @@
-"""PyTorch's own layers, loaded with the kit's known weights: the expected values of stage 7.
+"""PyTorch's own attention layers, wired to the lab's layers: the oracles of stages 6 and 7.
 
-The student's layers are loaded by name (``linears.0.weight``, ``norm1.bias``, ...); here the
-same tensors go into ``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer`` and
-``nn.TransformerDecoderLayer`` (post-norm, ReLU, ``batch_first=True``, dropout 0), and the
-masks are translated from the lab's convention (1 = may attend) to PyTorch's (True = hidden).
-This runs in the grading process, on the CPU; student code never runs here.
+Two users, one wiring. The public self-checks copy a student's own projections into
+``nn.MultiheadAttention`` & co. (``copy_attention``); the hidden graders load the kit's known
+weights into them, in the grading process, where no student code runs. Both translate masks
+from the lab's convention (1 = may attend) to PyTorch's (True = hidden) with ``pytorch_mask``.
+Only torch here: the build copies this file beside the public self-checks.
 """
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+
+def copy_attention(attention, projections):
+    """Copies four linear layers (queries, keys, values, output; anything with ``weight`` and
+    ``bias``) into ``nn.MultiheadAttention``: the first three stacked into in_proj, the last as
+    out_proj."""
+    with torch.no_grad():
+        attention.in_proj_weight.copy_(torch.cat([p.weight for p in projections[:3]]))
+        attention.in_proj_bias.copy_(torch.cat([p.bias for p in projections[:3]]))
+        attention.out_proj.weight.copy_(projections[3].weight)
+        attention.out_proj.bias.copy_(projections[3].bias)
+    return attention
+
+
+def pytorch_mask(mask, batch, heads, n_q, n_k):
+    """A mask that broadcasts to (batch, heads, n_q, n_k) with 0 = hidden, as PyTorch's 3-D
+    ``attn_mask``: (batch * heads, n_q, n_k) with True = hidden (None stays None)."""
+    if mask is None:
+        return None
+    return (mask == 0).expand(batch, heads, n_q, n_k).reshape(batch * heads, n_q, n_k)
+
+
+def _projections(weights, prefix):
+    """The four ``linears`` of MultiHeadedAttention, from a dict of known weights."""
+    return [SimpleNamespace(weight=weights[f"{prefix}linears.{i}.weight"], bias=weights[f"{prefix}linears.{i}.bias"])
+            for i in range(4)]
 
 
 def _load(module, tensors):
@@ -20,16 +48,6 @@ def _load(module, tensors):
     return module.eval()
 
 
-def _mha_tensors(weights, prefix, into):
-    """The four ``linears`` of MultiHeadedAttention as nn.MultiheadAttention's packed projection."""
-    def lin(i, kind):
-        return weights[f"{prefix}linears.{i}.{kind}"]
-
-    return {f"{into}in_proj_weight": torch.cat([lin(i, "weight") for i in range(3)]),
-            f"{into}in_proj_bias": torch.cat([lin(i, "bias") for i in range(3)]),
-            f"{into}out_proj.weight": lin(3, "weight"), f"{into}out_proj.bias": lin(3, "bias")}
-
-
 def _ffn_and_norms(weights, norms):
     kinds = ("weight", "bias")
     tensors = {f"linear{i}.{kind}": weights[f"feed_forward.w_{i}.{kind}"] for i in (1, 2) for kind in kinds}
@@ -37,12 +55,9 @@ def _ffn_and_norms(weights, norms):
     return tensors
 
 
-def hidden(mask, batch, heads, n_q, n_k):
-    """A lab mask (broadcasting to (batch, n_q, n_k), 1 = visible) as PyTorch's 3-D attn_mask:
-    (batch * heads, n_q, n_k), True = hidden, batch-major as nn.MultiheadAttention expects."""
-    if mask is None:
-        return None
-    return (mask.expand(batch, n_q, n_k) == 0).repeat_interleave(heads, dim=0)
+def _head_mask(mask, batch, heads, n_q, n_k):
+    """MultiHeadedAttention's mask (the same for every head) as PyTorch's ``attn_mask``."""
+    return None if mask is None else pytorch_mask(mask.unsqueeze(1), batch, heads, n_q, n_k)
 
 
 def attention(query, key, value, mask=None):
@@ -52,28 +67,30 @@ def attention(query, key, value, mask=None):
 
 def multihead(weights, heads, query, kv, mask=None):
     d = query.shape[-1]
-    module = _load(nn.MultiheadAttention(d, heads, batch_first=True), _mha_tensors(weights, "", ""))
+    module = copy_attention(nn.MultiheadAttention(d, heads, batch_first=True), _projections(weights, "")).eval()
     with torch.no_grad():
-        mask = hidden(mask, query.shape[0], heads, query.shape[1], kv.shape[1])
+        mask = _head_mask(mask, query.shape[0], heads, query.shape[1], kv.shape[1])
         return module(query, kv, kv, attn_mask=mask, need_weights=False)[0]
 
 
 def encoder(weights, heads, d_ff, x, mask=None):
     d = x.shape[-1]
     layer = nn.TransformerEncoderLayer(d, heads, d_ff, dropout=0.0, batch_first=True)
-    _load(layer, {**_mha_tensors(weights, "self_attn.", "self_attn."), **_ffn_and_norms(weights, (1, 2))})
+    copy_attention(layer.self_attn, _projections(weights, "self_attn."))
+    _load(layer, _ffn_and_norms(weights, (1, 2)))
     with torch.no_grad():
-        return layer(x, src_mask=hidden(mask, x.shape[0], heads, x.shape[1], x.shape[1]))
+        return layer(x, src_mask=_head_mask(mask, x.shape[0], heads, x.shape[1], x.shape[1]))
 
 
 def decoder(weights, heads, d_ff, x, memory, src_mask=None, tgt_mask=None):
     d, (batch, n_tgt), n_src = x.shape[-1], x.shape[:2], memory.shape[1]
     layer = nn.TransformerDecoderLayer(d, heads, d_ff, dropout=0.0, batch_first=True)
-    _load(layer, {**_mha_tensors(weights, "self_attn.", "self_attn."),
-                  **_mha_tensors(weights, "src_attn.", "multihead_attn."), **_ffn_and_norms(weights, (1, 2, 3))})
+    copy_attention(layer.self_attn, _projections(weights, "self_attn."))
+    copy_attention(layer.multihead_attn, _projections(weights, "src_attn."))
+    _load(layer, _ffn_and_norms(weights, (1, 2, 3)))
     with torch.no_grad():
-        return layer(x, memory, tgt_mask=hidden(tgt_mask, batch, heads, n_tgt, n_tgt),
-                     memory_mask=hidden(src_mask, batch, heads, n_tgt, n_src))
+        return layer(x, memory, tgt_mask=_head_mask(tgt_mask, batch, heads, n_tgt, n_tgt),
+                     memory_mask=_head_mask(src_mask, batch, heads, n_tgt, n_src))
 
 
 def positional_table(max_len, d_model):

@@ -64,14 +64,15 @@ def test_decoder_layer_matches_nn_transformer_decoder_layer(ref, device):
 
 
 def test_oracle_masks_agree_with_pytorchs_own_padding_argument():
-    """``oracles.hidden`` (a per-head 3-D attn_mask) against key_padding_mask, which PyTorch builds itself."""
+    """``oracles.pytorch_mask`` (a per-head 3-D attn_mask) against key_padding_mask, which PyTorch builds
+    itself, and ``copy_attention`` against the module's own state_dict names."""
     weights = stage7.mha_weights(710)
     module = nn.MultiheadAttention(stage7.D, stage7.H, batch_first=True).eval()
+    packed = {"in_proj_weight": torch.cat([weights[f"linears.{i}.weight"] for i in range(3)]),
+              "in_proj_bias": torch.cat([weights[f"linears.{i}.bias"] for i in range(3)]),
+              "out_proj.weight": weights["linears.3.weight"], "out_proj.bias": weights["linears.3.bias"]}
+    module.load_state_dict(packed)
     with torch.no_grad():
-        module.in_proj_weight.copy_(torch.cat([weights[f"linears.{i}.weight"] for i in range(3)]))
-        module.in_proj_bias.copy_(torch.cat([weights[f"linears.{i}.bias"] for i in range(3)]))
-        module.out_proj.weight.copy_(weights["linears.3.weight"])
-        module.out_proj.bias.copy_(weights["linears.3.bias"])
         expected = module(stage7.XQ, stage7.MEMORY, stage7.MEMORY, key_padding_mask=stage7.PAD6 == 0)[0]
     got = oracles.multihead(weights, stage7.H, stage7.XQ, stage7.MEMORY, stage7.PAD6.unsqueeze(1))
     assert torch.allclose(got, expected, atol=1e-6)

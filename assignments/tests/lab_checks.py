@@ -176,21 +176,3 @@ def expect_linear(layer, in_features, out_features, what):
     expect(layer.bias is not None, f"{what} has no bias; {want} keeps the default bias=True")
     return layer
 
-
-def copy_attention(attention, projections):
-    """Copies four ``nn.Linear`` layers (queries, keys, values, output) into PyTorch's
-    ``nn.MultiheadAttention``: the first three stacked into in_proj, the last as out_proj."""
-    with torch.no_grad():
-        attention.in_proj_weight.copy_(torch.cat([p.weight for p in projections[:3]]))
-        attention.in_proj_bias.copy_(torch.cat([p.bias for p in projections[:3]]))
-        attention.out_proj.weight.copy_(projections[3].weight)
-        attention.out_proj.bias.copy_(projections[3].bias)
-    return attention
-
-
-def pytorch_mask(mask, batch, heads, n_q, n_k):
-    """A mask that broadcasts to (batch, heads, n_q, n_k) with 0 = hidden, as PyTorch's 3-D
-    ``attn_mask``: (batch * heads, n_q, n_k) with True = hidden (None stays None)."""
-    if mask is None:
-        return None
-    return (mask == 0).expand(batch, heads, n_q, n_k).reshape(batch * heads, n_q, n_k)

@@ -12,8 +12,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lab_checks import (copy_attention, expect, expect_close, expect_linear, expect_raises, expect_rows_sum_to_one,
-                        expect_shape, pytorch_mask, run, student, tensor)
+from lab_checks import (expect, expect_close, expect_linear, expect_raises, expect_rows_sum_to_one, expect_shape, run,
+                        student, tensor)
+from oracles import copy_attention, pytorch_mask
 
 pytestmark = pytest.mark.stage7
 
