@@ -56,18 +56,20 @@ def plan(checks, devices):
 
 
 def judge(check, obs, golden, device):
+    """``(problem, note)``: what failed (None for a pass), and what a passing judge had to say
+    (a measurement, such as a speed ratio; None for most)."""
     if obs is None:
-        return "no result came back for this check"
+        return "no result came back for this check", None
     if isinstance(obs, dict) and "error" in obs:
-        return describe_error(obs["error"])
+        return describe_error(obs["error"]), None
     try:
         if "device" in inspect.signature(check.judge).parameters:
-            check.judge(obs, golden, device=device)
+            note = check.judge(obs, golden, device=device)
         else:
-            check.judge(obs, golden)
+            note = check.judge(obs, golden)
     except Fail as exc:
-        return str(exc)
-    return None
+        return str(exc), None
+    return None, note
 
 
 def grade(submission, stages=None, devices=None, timeout_s=None):
@@ -87,17 +89,19 @@ def grade(submission, stages=None, devices=None, timeout_s=None):
     results = []
     for c in checks:
         ran = [d for d in c.devices if d in devices]
-        problems = []
+        problems, notes = [], []
         for d in ran:
-            problem = judge(c, run.observations.get(Task("probe", c.probe, d)), golden.get(c.probe), d)
+            problem, note = judge(c, run.observations.get(Task("probe", c.probe, d)), golden.get(c.probe), d)
             if problem:
                 problems.append(problem if len(ran) == 1 else f"[{d}] {problem}")
+            if note:
+                notes.append(note if len(ran) == 1 else f"[{d}] {note}")
         skipped = [d for d in c.devices if d not in devices]
-        note = f" (checked on {', '.join(ran)}; {', '.join(skipped)} not available)" if skipped and ran else ""
+        where = f" (checked on {', '.join(ran)}; {', '.join(skipped)} not available)" if skipped and ran else ""
         if not ran:
             problems.append(f"none of {', '.join(c.devices)} is available here")
         passed = not problems
-        feedback = ("passed" + note) if passed else clean("\n".join(problems))
+        feedback = clean("\n".join(["passed" + where] + notes if passed else problems))
         results.append(CheckResult(c.id, c.stage, c.title, c.points, passed, feedback, c.visibility))
     return Graded(results, time.monotonic() - started, run.isolation, sub.origins)
 

@@ -38,7 +38,8 @@ def check(check_id: str, folder: str = ".") -> tuple[bool, str]:
         except GradingError as exc:
             return False, f"the grader itself failed, not your code: {exc}"
     if result.passed:
-        print(f"passed: {found.title} ({found.points} of {found.points})")
+        measured = result.feedback.partition("\n")[2]  # what a passing check measured, such as a speed ratio
+        print(f"passed: {found.title} ({found.points} of {found.points})" + (f"\n{measured}" if measured else ""))
     return result.passed, f"{found.title}: {result.feedback}"
 
 

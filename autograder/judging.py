@@ -185,6 +185,8 @@ def check_divisibility(obs, call, why):
     r = get(obs)
     expect(r["raised"] != "AssertionError", f"{call} raised AssertionError; raise ValueError instead "
            "(asserts vanish under python -O)")
+    expect(r["raised"] in ("ValueError", ""), f"{call} should raise ValueError ({why}); it raised "
+           f"{r['raised']} instead: {r['message']}")
     expect(r["raised"] == "ValueError", f"{call} should raise ValueError ({why}), but it did not")
     expect(len(r["message"]) >= 10, f"the ValueError of {call} should say what is wrong ({why})")
 

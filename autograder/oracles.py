@@ -1,4 +1,4 @@
-"""PyTorch's own attention layers, wired to the lab's layers: the oracles of stages 6 and 7.
+"""PyTorch's own attention layers, wired to the lab's layers: the oracles of stages 6 to 8.
 
 Two users, one wiring. The public self-checks copy a student's own projections into
 ``nn.MultiheadAttention`` & co. (``copy_attention``); the hidden graders load the kit's known
@@ -21,10 +21,15 @@ def copy_attention(attention, projections):
     out_proj."""
     with torch.no_grad():
         attention.in_proj_weight.copy_(torch.cat([p.weight for p in projections[:3]]))
-        attention.in_proj_bias.copy_(torch.cat([p.bias for p in projections[:3]]))
+        attention.in_proj_bias.copy_(torch.cat([_bias(p) for p in projections[:3]]))
         attention.out_proj.weight.copy_(projections[3].weight)
-        attention.out_proj.bias.copy_(projections[3].bias)
+        attention.out_proj.bias.copy_(_bias(projections[3]))
     return attention
+
+
+def _bias(projection):
+    """A layer's bias, or zeros for a layer without one (``bias=False``)."""
+    return torch.zeros(projection.weight.shape[0]) if projection.bias is None else projection.bias
 
 
 def pytorch_mask(mask, batch, heads, n_q, n_k):
@@ -101,3 +106,27 @@ def positional_table(max_len, d_model):
     table = torch.zeros(max_len, d_model, dtype=torch.float64)
     table[:, 0::2], table[:, 1::2] = torch.sin(angle), torch.cos(angle)
     return table
+
+
+def repeat_kv_heads(projection, num_heads, num_kv_heads):
+    """A key or value projection of ``num_kv_heads`` heads, widened to ``num_heads`` heads: kv head
+    j's rows are repeated for each query head of its group (query heads j * g to j * g + g - 1)."""
+    groups = num_heads // num_kv_heads
+
+    def widen(t):
+        return None if t is None else t.unflatten(0, (num_kv_heads, -1)).repeat_interleave(groups, dim=0).flatten(0, 1)
+
+    return SimpleNamespace(weight=widen(projection.weight), bias=widen(projection.bias))
+
+
+def grouped_query(projections, num_heads, num_kv_heads, x):
+    """Causal grouped-query attention, as ``nn.MultiheadAttention`` computes it once every key/value
+    head is repeated for its group. ``projections``: query, key, value and output layers (anything
+    with ``weight`` and ``bias``); the query layer must map d to d, as nn.MultiheadAttention does."""
+    query, key, value, out = projections
+    wide = [query, repeat_kv_heads(key, num_heads, num_kv_heads), repeat_kv_heads(value, num_heads, num_kv_heads), out]
+    module = copy_attention(nn.MultiheadAttention(query.weight.shape[0], num_heads, batch_first=True), wide).eval()
+    n = x.shape[1]
+    with torch.no_grad():
+        return module(x, x, x, attn_mask=torch.ones(n, n, dtype=torch.bool).triu(1), need_weights=False)[0]
+

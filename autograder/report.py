@@ -34,9 +34,9 @@ def render_table(results, seconds, verbose=False, color=False):
                 continue
             mark = paint("ok ", "32") if r.passed else paint("FAIL", "31")
             lines.append(f"    {mark} {r.id:<24} {r.points}/{r.max_points}  {r.title}")
-            if not r.passed:
-                first = r.feedback.splitlines()[0]
-                lines.append(f"         {first[:300]}")
+            said = r.feedback.splitlines()
+            if not r.passed or len(said) > 1:  # a passed check's next line: what it measured
+                lines.append(f"         {said[0 if not r.passed else 1][:300]}")
     total = sum(r.points for r in results)
     maximum = sum(r.max_points for r in results)
     lines.append("")

@@ -1,6 +1,6 @@
-"""The reference of stages 6 and 7 against PyTorch's own layers, on every device this machine has.
+"""The reference of stages 6 to 8 against PyTorch's own layers, on every device this machine has.
 
-The stage 7 judges compare a student's outputs with ``autograder.oracles`` (PyTorch's layers
+The stage 7 and 8 judges compare a student's outputs with ``autograder.oracles`` (PyTorch's layers
 loaded with the probes' weights). These tests hold the reference itself to the same oracles
 directly, in this process, on the CPU and on CUDA when present, and check the oracles'
 translation of weights and masks by building the layers in a second way.
@@ -11,7 +11,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from autograder import oracles
-from autograder.probes import stage6, stage7
+from autograder.checks.stage8 import projections
+from autograder.probes import stage6, stage7, stage8
 from autograder.probes.common import load_by_name
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA here"))]
@@ -93,3 +94,31 @@ def test_fused_projection_equals_three_separate_projections(ref):
     fused = load_by_name(p.SelfAttentionFused(stage6.DIM), stage6.packed_weights(620)).eval()
     separate = load_by_name(p.MaskedSelfAttention(stage6.DIM, 0.0), stage6.separate_weights(stage6.QKV, 620)).eval()
     assert torch.allclose(fused(stage6.X), separate(stage6.X), atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_grouped_query_attention_matches_nn_multihead_attention_with_repeated_heads(ref, device):
+    for name, (heads, kv_heads, bias) in stage8.GROUPED.items():
+        weights = stage8.gqa_weights(heads, kv_heads, bias)
+        module = load_by_name(ref["modern"].GroupedQueryAttention(stage8.DIM, stage8.DIM, stage8.CONTEXT, heads,
+                                                                  kv_heads, qkv_bias=bias), weights).to(device).eval()
+        out = module(stage8.X.to(device))[0].detach().cpu()
+        expected = oracles.grouped_query(projections(weights), heads, kv_heads, stage8.X)
+        assert torch.allclose(out, expected, atol=ATOL), name
+
+
+def test_grouped_query_oracle_agrees_with_pytorch_own_grouped_attention():
+    """A second way, PyTorch's ``enable_gqa``: it groups query heads as the lab does."""
+    for name, (heads, kv_heads, bias) in stage8.GROUPED.items():
+        weights, x = stage8.gqa_weights(heads, kv_heads, bias), stage8.X
+        b, n, _ = x.shape
+
+        def project(layer, count):
+            projected = F.linear(x, weights[f"{layer}.weight"], weights.get(f"{layer}.bias"))
+            return projected.view(b, n, count, -1).transpose(1, 2)
+
+        context = F.scaled_dot_product_attention(project("W_query", heads), project("W_key", kv_heads),
+                                                 project("W_value", kv_heads), is_causal=True, enable_gqa=True)
+        expected = F.linear(context.transpose(1, 2).flatten(2), weights["out_proj.weight"], weights["out_proj.bias"])
+        got = oracles.grouped_query(projections(weights), heads, kv_heads, x)
+        assert torch.allclose(got, expected, atol=ATOL), name

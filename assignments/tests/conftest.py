@@ -27,6 +27,7 @@ STAGES = {
     5: "the mask as a buffer (buffers.py)",
     6: "self-attention as model code writes it (practical.py)",
     7: "Transformer encoder and decoder layers (transformer.py)",
+    8: "attention as current models run it (modern.py)",
 }
 
 

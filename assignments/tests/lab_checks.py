@@ -166,13 +166,15 @@ def expect_mask(mask, context_length, what):
 
 # --- your layers and PyTorch's ----------------------------------------------------------------
 
-def expect_linear(layer, in_features, out_features, what):
-    """``layer`` is an ``nn.Linear(in_features, out_features)`` with a bias; returns it."""
-    want = f"nn.Linear({in_features}, {out_features})"
+def expect_linear(layer, in_features, out_features, what, bias=True):
+    """``layer`` is an ``nn.Linear(in_features, out_features)``, with a bias or (``bias=False``)
+    without one; returns it."""
+    want = f"nn.Linear({in_features}, {out_features}{'' if bias else ', bias=False'})"
     expect(layer is not None, f"{what} is missing: create it in __init__ as {want}")
     expect(isinstance(layer, nn.Linear), f"{what} should be an {want}, got {type(layer).__name__}")
     expect((layer.in_features, layer.out_features) == (in_features, out_features),
            f"{what} is nn.Linear({layer.in_features}, {layer.out_features}), expected {want}")
-    expect(layer.bias is not None, f"{what} has no bias; {want} keeps the default bias=True")
+    expect(not bias or layer.bias is not None, f"{what} has no bias; {want} keeps the default bias=True")
+    expect(bias or layer.bias is None, f"{what} has a bias; expected {want} (its bias follows qkv_bias)")
     return layer
 

@@ -7,4 +7,4 @@ whether something is right: that is the judges' job, in the grading process.
 Probe modules import nothing from the grading side of the kit.
 """
 from .common import PROBES, Lab, probe  # noqa: F401
-from . import stage1, stage2, stage3, stage4, stage5, stage6, stage7  # noqa: F401  (register the probes)
+from . import stage1, stage2, stage3, stage4, stage5, stage6, stage7, stage8  # noqa: F401  (register the probes)

@@ -1,0 +1,115 @@
+"""Stage 8: attention as current models run it.
+
+Stage 4's ``MultiHeadAttention`` is the attention of GPT-2. Models since then change three
+things, and this stage builds each of them:
+
+- **Grouped-query attention (GQA).** Query heads come in groups, and every group shares one
+  key/value head: ``num_kv_heads`` key/value heads serve ``num_heads`` query heads. With
+  ``num_kv_heads == num_heads`` it is ordinary multi-head attention; with ``num_kv_heads == 1``
+  it is multi-query attention (MQA). Fewer key/value heads mean smaller key/value projections
+  and, above all, a smaller cache.
+- **The KV cache.** A model that generates text feeds its own output back one token at a time.
+  Without a cache it would recompute the keys and values of every earlier token at every step;
+  with one, each token's key and value are computed once and kept. Here the cache is an
+  argument and a return value, ``forward(x, cache) -> (out, cache)``, so the module itself keeps
+  no state: passing ``cache=None`` starts a new sequence.
+- **Fast attention.** ``torch.nn.functional.scaled_dot_product_attention`` runs the whole
+  softmax(QK^T / sqrt(d)) V in one fused kernel (Flash Attention where the device has it) that
+  never stores the full matrix of weights. With ``is_causal=True`` it also skips the blocks
+  above the diagonal instead of computing and then hiding them. Together with one fused QKV
+  projection, that makes ``FastMultiHeadAttention`` several times faster than stage 4's
+  layer on long sequences. This stage grades speed as well as correctness.
+
+``F.scaled_dot_product_attention`` is allowed in this stage.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def repeat_kv(t, groups):
+    """Repeats every key/value head ``groups`` times in a row.
+
+    ``t``: (batch, num_kv_heads, seq, head_dim). Returns (batch, num_kv_heads * groups, seq,
+    head_dim), where heads ``j * groups`` to ``(j + 1) * groups - 1`` are copies of head ``j``.
+    Query heads are grouped in that order: query heads 0 and 1 share key/value head 0 when
+    ``groups`` is 2.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+
+class GroupedQueryAttention(nn.Module):
+    """Causal attention with ``num_heads`` query heads sharing ``num_kv_heads`` key/value heads.
+
+    Each head has ``head_dim = d_out // num_heads`` dimensions. The layers:
+
+    - ``W_query``: ``nn.Linear(d_in, d_out, bias=qkv_bias)``;
+    - ``W_key``, ``W_value``: ``nn.Linear(d_in, num_kv_heads * head_dim, bias=qkv_bias)``;
+    - ``out_proj``: ``nn.Linear(d_out, d_out)`` (with bias);
+    - ``mask``: a bool buffer of shape (context_length, context_length), True above the diagonal;
+    - dropout on the attention weights.
+
+    Raises ``ValueError`` when ``d_out`` is not divisible by ``num_heads``, or ``num_heads`` by
+    ``num_kv_heads``.
+
+    ``forward(x, cache=None)`` returns ``(out, cache)``:
+
+    - ``x`` holds the next ``n`` tokens of each sequence, (batch, n, d_in);
+    - ``cache`` is None for a new sequence, or the ``(keys, values)`` returned by the previous call,
+      each of shape (batch, num_kv_heads, past, head_dim): the projected keys and values of the
+      ``past`` tokens before ``x``, split into key/value heads and not repeated;
+    - the tokens of ``x`` are at positions ``past`` to ``past + n - 1``: each sees every cached
+      token and the tokens of ``x`` up to itself;
+    - ``out`` is (batch, n, d_out), and the returned cache holds ``past + n`` tokens.
+
+    Feeding a sequence in pieces, each piece with the cache from the one before, gives the same
+    outputs as feeding it whole. Raises ``ValueError`` when ``past + n`` exceeds ``context_length``.
+    """
+
+    def __init__(self, d_in, d_out, context_length, num_heads, num_kv_heads, dropout=0.0, qkv_bias=False):
+        super().__init__()
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+    def forward(self, x, cache=None):
+        # TODO: project x; split queries into num_heads heads, keys and values into num_kv_heads
+        #       heads, each (b, heads, n, head_dim); put the cached keys/values in front of the new
+        #       ones (torch.cat on the token dimension); the new cache is what you have now.
+        #       Repeat keys and values to num_heads heads with repeat_kv for the scores.
+        #       The queries sit at rows past..past+n-1 of the causal mask; they see past+n keys.
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+
+class FastMultiHeadAttention(nn.Module):
+    """Stage 4's ``MultiHeadAttention``, as fast as PyTorch can run it.
+
+    The same contract: ``FastMultiHeadAttention(d_in, d_out, context_length, dropout, num_heads,
+    qkv_bias=False)``, ``forward(x)`` returns (batch, num_tokens, d_out), causal, dropout on the
+    attention weights, ``ValueError`` when ``d_out`` is not divisible by ``num_heads``. The layers:
+
+    - ``qkv``: one ``nn.Linear(d_in, 3 * d_out, bias=qkv_bias)``, whose weight is stage 4's three
+      stacked, ``[W_query; W_key; W_value]``;
+    - ``out_proj``: ``nn.Linear(d_out, d_out)`` (with bias).
+
+    Attention itself is one call of ``F.scaled_dot_product_attention``. It needs no mask buffer:
+    ``is_causal=True`` says which keys each query may see. Its ``dropout_p`` is applied whenever it
+    is nonzero, so pass 0.0 in eval mode.
+
+    Graded on speed too: on a long sequence on the CPU it may take at most 1.2 times as long as
+    the kit's own version.
+    """
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+    def forward(self, x):
+        # TODO: one projection to (b, n, 3 * d_out); view it as (b, n, 3, num_heads, head_dim) and
+        #       permute to (3, b, num_heads, n, head_dim) to get queries, keys, values; call
+        #       F.scaled_dot_product_attention with is_causal=True and the dropout of training mode
+        #       only; merge the heads back to (b, n, d_out) and apply out_proj.
+        # YOUR CODE HERE
+        raise NotImplementedError()

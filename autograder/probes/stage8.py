@@ -1,0 +1,394 @@
+"""Stage 8 probes: grouped-query attention, the KV cache, fast attention and its speed.
+
+Library attention is allowed in this stage, so every probe here runs without the guard that
+refuses it (which would also slow PyTorch's fused kernels down and spoil the timing).
+"""
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+from .. import speed
+from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, attempt, dropout_report, dropout_weights, eval_report,
+                     gradient_report, leak_report, linear_weights, load_by_name, plain, raised, randn, shape_reports)
+from .common import probe as _probe
+from .stage3 import D_IN, X as X4
+from .stage4 import mha_weights
+
+
+def probe(name):
+    """Every probe of this stage may call library attention (see the module's docstring)."""
+    return _probe(name, library_attention=True)
+
+
+DIM, HEADS, KV_HEADS, CONTEXT = 8, 4, 2, 10
+HEAD_DIM = DIM // HEADS
+X = randn(2, 7, DIM, seed=80)
+Y = randn(2, 7, DIM, seed=81)  # a second sequence, decoded after a reset
+GROUPED = {"mqa": (4, 1, False), "gqa": (4, 2, False), "gqa_bias": (4, 2, True)}  # heads, kv heads, qkv_bias
+PIECES = (3, 2, 1, 1)  # the chunks of X fed with a cache: a prefill of 3, then 2, then single tokens
+
+
+# ---------------------------------------------------------------- grouped-query attention
+
+def gqa_weights(heads, kv_heads, bias, d_in=DIM, d_out=DIM, seed=800, prefix=""):
+    kv_width = kv_heads * (d_out // heads)
+    weights = linear_weights(prefix + "W_query", d_in, d_out, seed, bias)
+    weights.update(linear_weights(prefix + "W_key", d_in, kv_width, seed + 10, bias))
+    weights.update(linear_weights(prefix + "W_value", d_in, kv_width, seed + 20, bias))
+    weights.update(linear_weights(prefix + "out_proj", d_out, d_out, seed + 30, bias=True))
+    return weights
+
+
+def gqa(lab, d_in=DIM, d_out=DIM, context=CONTEXT, heads=HEADS, kv_heads=KV_HEADS, dropout=0.0, bias=False):
+    return lab.modern.GroupedQueryAttention(d_in, d_out, context, heads, kv_heads, dropout=dropout, qkv_bias=bias)
+
+
+def split(result, what="GroupedQueryAttention.forward"):
+    """``(out, cache)`` from what forward returned, with the cache as two plain tensors."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise ProbeError(f"{what} should return a pair (out, cache), but returned a {type(result).__name__}")
+    out, cache = result
+    if not isinstance(cache, (tuple, list)) or len(cache) != 2:
+        raise ProbeError(f"{what} returned a cache of type {type(cache).__name__}; "
+                         "it should be a pair (keys, values)")
+    for name, t in zip(("keys", "values"), cache):
+        if type(t) is not torch.Tensor:
+            raise ProbeError(f"the cache's {name} should be a plain torch.Tensor, not a {type(t).__name__}")
+    return out, cache
+
+
+class Output(nn.Module):
+    """The output alone of a layer that returns ``(out, cache)``: what the measurements shared
+    with earlier stages (shapes, leaks, dropout) expect of a forward."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return split(self.inner(x))[0]
+
+
+def _outputs(module, x, device):
+    return plain(split(module.to(device).eval()(x.to(device).clone()))[0], "the output of forward")
+
+
+@probe("s8.repeat_kv")
+def repeat_kv(lab, device):
+    t = randn(2, 3, 4, 5, seed=82).to(device)
+
+    def run(groups):
+        return plain(lab.modern.repeat_kv(t.clone(), groups), f"repeat_kv(t, {groups})")
+
+    return {"input": plain(t), "groups2": attempt(run, 2), "groups1": attempt(run, 1), "groups4": attempt(run, 4)}
+
+
+@probe("s8.gqa.as_mha")
+def gqa_as_mha(lab, device):
+    """num_kv_heads == num_heads, with stage 4's known weights: must give stage 4's outputs."""
+    def run(heads, d_out, bias):
+        module = load_by_name(gqa(lab, D_IN, d_out, 8, heads, heads, bias=bias), mha_weights(d_out, bias))
+        return _outputs(module, X4, device)
+
+    return {"heads2": attempt(run, 2, 4, False), "heads3_bias": attempt(run, 3, 6, True),
+            "heads4": attempt(run, 4, 8, False)}
+
+
+@probe("s8.gqa.grouped")
+def gqa_grouped(lab, device):
+    def run(heads, kv_heads, bias):
+        module = load_by_name(gqa(lab, heads=heads, kv_heads=kv_heads, bias=bias), gqa_weights(heads, kv_heads, bias))
+        return _outputs(module, X, device)
+
+    return {case: attempt(run, *config) for case, config in GROUPED.items()}
+
+
+GQA_SHAPES = [
+    {"name": "MQA: 4 heads, 1 key/value head, batch 1", "x": (1, 6, DIM), "heads": 4, "kv": 1, "d_out": 8,
+     "dtypes": True},
+    {"name": "GQA: 6 heads, 3 key/value heads, d_in 5, d_out 12", "x": (3, 5, 5), "d_in": 5, "heads": 6, "kv": 3,
+     "d_out": 12},
+    {"name": "MHA: 2 heads, 2 key/value heads, 4 of 10 tokens", "x": (2, 4, DIM), "heads": 2, "kv": 2, "d_out": 4},
+]
+
+
+@probe("s8.gqa.shapes")
+def gqa_shapes(lab, device):
+    def build(cfg):
+        return Output(gqa(lab, cfg.get("d_in", DIM), cfg["d_out"], CONTEXT, cfg["heads"], cfg["kv"]))
+
+    return {"reports": shape_reports(build, GQA_SHAPES, device)}
+
+
+PARAMETER_CONFIGS = {  # d_in, d_out, num_heads, num_kv_heads, qkv_bias
+    "gqa": (768, 768, 12, 4, False),
+    "mqa": (768, 768, 12, 1, False),
+    "mha_bias": (64, 96, 6, 6, True),
+}
+
+
+@probe("s8.gqa.parameters")
+def gqa_parameters(lab, device):
+    def run(d_in, d_out, heads, kv_heads, bias):
+        module = gqa(lab, d_in, d_out, 16, heads, kv_heads, bias=bias)
+        return {name: list(p.shape) for name, p in module.named_parameters()}
+
+    return {case: attempt(run, *config) for case, config in PARAMETER_CONFIGS.items()}
+
+
+@probe("s8.gqa.divisibility")
+def gqa_divisibility(lab, device):
+    return {"heads": attempt(raised, lambda: gqa(lab, d_out=6, heads=4, kv_heads=2)),
+            "kv_heads": attempt(raised, lambda: gqa(lab, heads=4, kv_heads=3))}
+
+
+@probe("s8.gqa.leak")
+def gqa_leak(lab, device):
+    return attempt(lambda: leak_report(Output(gqa(lab, context=7)), DIM, 7, device))
+
+
+@probe("s8.gqa.dropout")
+def gqa_dropout(lab, device):
+    T = DROPOUT_TOKENS
+
+    def run():
+        module = gqa(lab, T, T + 1, T, 1, 1, dropout=DROPOUT_P)
+        weights = dropout_weights(T)
+        weights.update({"out_proj.weight": torch.eye(T + 1), "out_proj.bias": torch.zeros(T + 1)})
+        return dropout_report(Output(load_by_name(module, weights)), device)
+
+    return {"out": attempt(run)}
+
+
+@probe("s8.gqa.eval")
+def gqa_eval(lab, device):
+    weights = gqa_weights(2, 1, False, d_in=5, d_out=4, seed=840, prefix="inner.")
+    return attempt(eval_report, lambda p: Output(gqa(lab, 5, 4, 8, 2, 1, dropout=p)), weights, device)
+
+
+# ---------------------------------------------------------------- the KV cache
+
+def decode(module, x, pieces, device, what):
+    """Feed ``x`` in pieces, each with the cache of the one before: the outputs, and the cache's
+    shape after every piece. A cache that does not hold the tokens fed so far ends it, with the
+    reason (the next call would fail or mislead for a reason the student cannot see)."""
+    outs, shapes, cache, start = [], [], None, 0
+    for n in pieces:
+        out, cache = split(module(x[:, start:start + n].to(device).clone(), cache))
+        outs.append(plain(out, "the output of forward with a cache"))
+        shapes.append([list(cache[0].shape), list(cache[1].shape)])
+        start += n
+        held = {t.shape[2] if t.dim() == 4 else None for t in cache}
+        if held != {start}:
+            raise ProbeError(
+                f"{what}: after {start} token{'s' if start > 1 else ''} the cache's keys and values have shapes "
+                f"{tuple(cache[0].shape)} and {tuple(cache[1].shape)}; they should hold {start} token"
+                f"{'s' if start > 1 else ''} in dimension 2, (batch, num_kv_heads, tokens so far, head_dim)"
+                + (" (more tokens than were fed: is a cache appended twice, or kept in the module itself, so "
+                   "that cache=None does not start over?)" if max(h or 0 for h in held) > start else ""))
+    return {"out": torch.cat(outs, dim=1), "shapes": shapes, "cache": [plain(t, "the cache") for t in cache]}
+
+
+@probe("s8.cache")
+def cache(lab, device):
+    def cached():
+        return load_by_name(gqa(lab, bias=True), gqa_weights(HEADS, KV_HEADS, True)).to(device).eval()
+
+    one_by_one = (1,) * X.shape[1]
+
+    def reset():
+        module = cached()
+        decode(module, X, one_by_one, device, "a first sequence fed one token at a time")
+        # cache=None again: a new sequence
+        return decode(module, Y, one_by_one, device, "a second sequence, started again with cache=None")["out"]
+
+    def overflow():
+        module = cached()
+        _, kept = split(module(X[:, :6].to(device).clone()))
+        return raised(lambda: module(Y[:, :CONTEXT - 5].to(device).clone(), kept), any_error=True)  # 6 + 5 > CONTEXT
+
+    return {"steps": attempt(lambda: decode(cached(), X, one_by_one, device, "one token at a time")),
+            "pieces": attempt(lambda: decode(cached(), X, PIECES, device, "in pieces")["out"]),
+            "reset": attempt(reset), "overflow": attempt(overflow)}
+
+
+# ---------------------------------------------------------------- fast attention
+
+def fast(lab, d_in=D_IN, d_out=4, context=8, dropout=0.0, heads=2, bias=False):
+    return lab.modern.FastMultiHeadAttention(d_in, d_out, context, dropout, heads, qkv_bias=bias)
+
+
+def fused(weights, prefix=""):
+    """Stage 4's separate projections as one ``qkv`` layer: rows [W_query; W_key; W_value]."""
+    names = ("W_query", "W_key", "W_value")
+    packed = {f"{prefix}qkv.weight": torch.cat([weights[f"{n}.weight"] for n in names])}
+    if "W_query.bias" in weights:
+        packed[f"{prefix}qkv.bias"] = torch.cat([weights[f"{n}.bias"] for n in names])
+    packed.update({f"{prefix}{k}": v for k, v in weights.items() if k.startswith("out_proj.")})
+    return packed
+
+
+@probe("s8.fast.known_weights")
+def fast_known(lab, device):
+    """Stage 4's known weights, fused: must give stage 4's outputs."""
+    def run(heads, d_out, bias):
+        module = load_by_name(fast(lab, d_out=d_out, heads=heads, bias=bias), fused(mha_weights(d_out, bias)))
+        return plain(module.to(device).eval()(X4.to(device).clone()), "the output of forward")
+
+    return {"heads2": attempt(run, 2, 4, False), "heads3_bias": attempt(run, 3, 6, True),
+            "heads1": attempt(run, 1, 4, False), "heads4": attempt(run, 4, 8, False)}
+
+
+@probe("s8.fast.structure")
+def fast_structure(lab, device):
+    def run(bias):
+        module = fast(lab, 5, 6, 8, 0.0, 2, bias)
+        layers = {name: {"linear": isinstance(getattr(module, name, None), nn.Linear),
+                         "shape": list(getattr(module, name).weight.shape)
+                         if isinstance(getattr(module, name, None), nn.Linear) else [],
+                         "bias": getattr(getattr(module, name, None), "bias", None) is not None}
+                  for name in ("qkv", "out_proj")}
+        return {"layers": layers, "parameters": sorted(n for n, _ in module.named_parameters())}
+
+    return {"bias": attempt(run, True), "no_bias": attempt(run, False)}
+
+
+_SDPA = F.scaled_dot_product_attention
+
+
+class SdpaCalls(TorchFunctionMode):
+    """Counts the calls of ``F.scaled_dot_product_attention``, and which of them were causal."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = self.causal = self.masked = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is _SDPA:
+            self.calls += 1
+            self.causal += bool(kwargs.get("is_causal", args[5] if len(args) > 5 else False))
+            self.masked += (kwargs.get("attn_mask", args[3] if len(args) > 3 else None)) is not None
+        return func(*args, **kwargs)
+
+
+@probe("s8.fast.sdpa")
+def fast_sdpa(lab, device):
+    def run():
+        module = fast(lab).to(device).eval()
+        x = X4.to(device).clone()
+        with SdpaCalls() as seen:
+            module(x)
+        return {"calls": seen.calls, "causal": seen.causal, "masked": seen.masked}
+
+    return attempt(run)
+
+
+FAST_SHAPES = [
+    {"name": "batch 1, 1 head, 8 of 8 tokens", "x": (1, 8, D_IN), "heads": 1, "d_out": 4, "dtypes": True},
+    {"name": "batch 3, 2 heads, 5 of 8 tokens", "x": (3, 5, D_IN), "heads": 2, "d_out": 4},
+    {"name": "d_in 3, d_out 12, 4 heads", "x": (2, 6, 3), "d_in": 3, "heads": 4, "d_out": 12},
+]
+
+
+@probe("s8.fast.shapes")
+def fast_shapes(lab, device):
+    return {"reports": shape_reports(
+        lambda cfg: fast(lab, cfg.get("d_in", D_IN), cfg["d_out"], heads=cfg["heads"]), FAST_SHAPES, device)}
+
+
+@probe("s8.fast.divisibility")
+def fast_divisibility(lab, device):
+    return attempt(raised, lambda: fast(lab, 4, 6, 8, 0.0, 4))
+
+
+@probe("s8.fast.leak")
+def fast_leak(lab, device):
+    return attempt(lambda: leak_report(fast(lab, context=6), D_IN, 6, device))
+
+
+@probe("s8.fast.dropout")
+def fast_dropout(lab, device):
+    T = DROPOUT_TOKENS
+
+    def run():
+        weights = dropout_weights(T)
+        weights.update({"out_proj.weight": torch.eye(T + 1), "out_proj.bias": torch.zeros(T + 1)})
+        module = load_by_name(fast(lab, T, T + 1, T, DROPOUT_P, 1), fused(weights))
+        return dropout_report(module, device)
+
+    return {"out": attempt(run)}
+
+
+@probe("s8.fast.eval")
+def fast_eval(lab, device):
+    weights = fused(mha_weights(4, False, seed=860))
+    return attempt(eval_report, lambda p: fast(lab, D_IN, 4, 8, p, 2), weights, device, D_IN)
+
+
+@probe("s8.fast.gradients")
+def fast_gradients(lab, device):
+    return attempt(lambda: gradient_report(fast(lab, bias=True).to(device), X4.to(device)))
+
+
+# ---------------------------------------------------------------- speed
+
+class Untouched:
+    """What could make the kit's reference slower if the student's forward changed it between
+    the timed calls: torch's settings, its functions, modes, trace hooks and extra threads.
+    The first check takes the snapshot, before the student's first call; every later one compares."""
+
+    NAMESPACES = (torch, F, torch.Tensor, nn.Module, nn.Linear)
+
+    def __init__(self):
+        self.settings = self.saved = None
+
+    @staticmethod
+    def _settings():
+        return {
+            "torch's number of threads": (torch.get_num_threads(), torch.get_num_interop_threads()),
+            "the choice of attention kernels": (torch.backends.cuda.flash_sdp_enabled(),
+                                                torch.backends.cuda.mem_efficient_sdp_enabled(),
+                                                torch.backends.cuda.math_sdp_enabled()),
+            "torch.backends.mkldnn": torch.backends.mkldnn.enabled,
+            "deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
+            "the default dtype": torch.get_default_dtype(),
+            "grad mode": torch.is_grad_enabled(),
+            "a trace or profile function": (sys.gettrace(), sys.getprofile()),
+            "a TorchFunctionMode or TorchDispatchMode": (torch._C._len_torch_function_stack(),
+                                                         torch._C._len_torch_dispatch_stack()),
+            "the running threads": len(sys._current_frames()),
+        }
+
+    def check(self):
+        if self.settings is None:
+            self.settings, self.saved = self._settings(), [(ns, dict(vars(ns))) for ns in self.NAMESPACES]
+            if self.settings["the running threads"] != 1:  # the grader's own child runs one Python thread
+                raise ProbeError("a thread the submission started is still running while FastMultiHeadAttention "
+                                 "is being timed; the timing cannot be trusted, so it does not count")
+            return
+        now = self._settings()
+        changed = [name for name, value in self.settings.items() if now[name] != value]
+        for ns, saved in self.saved:
+            here = vars(ns)
+            changed += [f"{getattr(ns, '__name__', ns)}.{k}" for k, v in saved.items() if here.get(k) is not v][:1]
+        if changed:
+            raise ProbeError(f"FastMultiHeadAttention.forward changed {changed[0]} while being timed; "
+                             "the timing cannot be trusted, so it does not count")
+
+
+@probe("s8.fast.speed")
+def fast_speed(lab, device):
+    """Timed in this one process against the kit's reference: see ``autograder/speed.py``."""
+    def run():
+        d, h = speed.SIZE["width"], speed.SIZE["heads"]
+        module = load_by_name(fast(lab, d, d, speed.SIZE["tokens"], 0.0, h), speed.weights()).to(device).eval()
+        try:
+            return speed.race(module, device, between=Untouched().check)
+        except speed.Unfit as exc:
+            raise ProbeError(str(exc)) from None
+
+    return attempt(run)

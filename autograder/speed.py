@@ -1,0 +1,139 @@
+"""How stage 8 times ``FastMultiHeadAttention``: one measurement for the hidden grader, the
+public self-check and the benchmark.
+
+The student's layer and the kit's fast reference (``fast_attention``) get the same weights and
+the same inputs, and are timed in turns in one process, which goes first alternating between
+rounds; the verdict is the median of the rounds' ratios. Timing in turns cancels slow drifts of
+the machine (another program, a warm or cold cache); the median ignores the odd round that an
+interruption spoilt. Only torch here: the build copies this file beside the public checks.
+"""
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+# Long enough that attention, not the projections, takes most of the time, and that the fused
+# causal kernel is several times faster than stage 4's layer; small enough for a 2-core CPU.
+SIZE = {"batch": 1, "tokens": 2048, "width": 256, "heads": 4}
+LIMIT = 1.2  # the student's time over the kit's
+ROUNDS = 9
+# One thread: timings that do not depend on the machine's cores, and no parallel kernel left
+# waiting for a thread that the grader's own watchdog (or anything else) took off a core. With
+# two threads on two cores, the same code timed against itself came out up to 1.2 times slower.
+THREADS = 1
+BUDGET_S = 2.0  # a slow layer ends the rounds early (after at least one)
+
+
+def fast_attention(x, qkv_weight, qkv_bias, out_weight, out_bias, num_heads):
+    """Causal multi-head attention as fast as PyTorch runs it: one fused projection, one call of
+    ``F.scaled_dot_product_attention`` with ``is_causal=True``. The kit's fast reference."""
+    queries, keys, values = F.linear(x, qkv_weight, qkv_bias).unflatten(-1, (3, num_heads, -1)).permute(2, 0, 3, 1, 4)
+    context = F.scaled_dot_product_attention(queries, keys, values, is_causal=True)
+    return F.linear(context.transpose(1, 2).flatten(2), out_weight, out_bias)
+
+
+class Unfit(Exception):
+    """The student's output cannot be compared with the reference's: no timing counts."""
+
+
+def _randn(*shape, seed, scale=1.0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * scale
+
+
+def weights():
+    """The timed layer's weights, by parameter name (``qkv`` without a bias, ``out_proj`` with one)."""
+    d = SIZE["width"]
+    return {"qkv.weight": _randn(3 * d, d, seed=870, scale=d ** -0.5),
+            "out_proj.weight": _randn(d, d, seed=871, scale=d ** -0.5), "out_proj.bias": _randn(d, seed=872, scale=0.1)}
+
+
+def race(forward, device="cpu", between=None):
+    """Time ``forward`` (the student's layer, holding ``weights()``) against ``fast_attention``.
+
+    ``between()`` runs before the student's first call and around every timed call: the grader
+    checks there that nothing the kit's reference relies on was changed by the student's call.
+    Returns plain data: the wall-clock seconds of each round for both, the CPU seconds of the
+    student's calls (more than one core's worth means threads the grader did not allow), and how
+    far the outputs were apart.
+    """
+    threads, collecting = torch.get_num_threads(), gc.isenabled()
+    try:
+        torch.set_num_threads(min(threads, THREADS))
+        with torch.no_grad():
+            return _rounds(forward, device, between or (lambda: None))
+    finally:
+        torch.set_num_threads(threads)
+        if collecting:
+            gc.enable()
+
+
+def _rounds(forward, device, between):
+    w = {name: t.to(device) for name, t in weights().items()}
+
+    def kit(x):
+        return fast_attention(x, w["qkv.weight"], None, w["out_proj.weight"], w["out_proj.bias"], SIZE["heads"])
+
+    def timed(fn, x):
+        start, cpu = time.perf_counter(), time.process_time()
+        out = fn(x.clone())
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start, time.process_time() - cpu, out
+
+    shape = (SIZE["batch"], SIZE["tokens"], SIZE["width"])
+    xs = [_randn(*shape, seed=880 + i).to(device) for i in range(ROUNDS + 1)]
+    kit(xs[0])  # warm-up: first calls allocate memory and pick kernels
+    between()  # before the student's first call: whatever that call starts, the grader sees
+    forward(xs[0].clone())
+    gc.collect()  # once (it takes ~0.1 s with torch loaded); no collection runs during the rounds
+    gc.disable()
+    report = {"student_s": [], "kit_s": [], "student_cpu_s": [], "max_diff": 0.0, "scale": 0.0,
+              "threads": torch.get_num_threads()}
+    for i, x in enumerate(xs[1:]):
+        runs = {}
+        for who in ("kit", "student") if i % 2 == 0 else ("student", "kit"):
+            between()
+            runs[who] = timed(kit if who == "kit" else forward, x)
+        between()
+        theirs, ours = runs["student"][2], runs["kit"][2]
+        if type(theirs) is not torch.Tensor or theirs.shape != ours.shape or theirs.dtype != ours.dtype:
+            raise Unfit(f"the output of forward should be a plain torch.Tensor of shape {tuple(ours.shape)} "
+                        f"and dtype {ours.dtype}")
+        report["max_diff"] = max(report["max_diff"], float((theirs.detach() - ours).abs().max()))
+        report["scale"] = max(report["scale"], float(ours.abs().max()))
+        report["student_s"].append(runs["student"][0])
+        report["student_cpu_s"].append(runs["student"][1])
+        report["kit_s"].append(runs["kit"][0])
+        if sum(report["student_s"]) > BUDGET_S:
+            break
+    return report
+
+
+def verdict(report):
+    """``(passed, text)``: the measurement in words, for a pass as for a failure."""
+    size = (f"batch {SIZE['batch']}, {SIZE['tokens']} tokens, {SIZE['width']} wide, {SIZE['heads']} heads, "
+            f"{report['threads']} thread{'s' if report['threads'] > 1 else ''}")
+    if not report["max_diff"] <= 1e-4 + 1e-3 * report["scale"]:
+        return False, (f"FastMultiHeadAttention ({size}) differs from the kit's reference by up to "
+                       f"{report['max_diff']:.3g} on the timed inputs; speed counts only for correct outputs")
+    cores = statistics.median(c / s for c, s in zip(report["student_cpu_s"], report["student_s"]))
+    if cores > report["threads"] + 0.3:
+        return False, (f"FastMultiHeadAttention ({size}) kept {cores:.1f} cores busy while being timed, on "
+                       f"{report['threads']} thread{'s' if report['threads'] > 1 else ''}: something in it runs "
+                       "more threads than the grader set (torch.set_num_threads, a thread of its own), so the "
+                       "timing does not count")
+    ratio = statistics.median(s / k for s, k in zip(report["student_s"], report["kit_s"]))
+    rounds = len(report["student_s"])
+    timing = (f"{statistics.median(report['student_s']) * 1e3:.1f} ms per forward against the kit's "
+              f"{statistics.median(report['kit_s']) * 1e3:.1f} ms: {ratio:.2f} times as long (median of {rounds} "
+              f"round{'s' if rounds > 1 else ''}{'' if rounds == ROUNDS else ', cut short'}; {size})")
+    if ratio <= LIMIT:
+        return True, timing
+    return False, (f"FastMultiHeadAttention is too slow: {timing}; at most {LIMIT} is allowed. Usual causes: an "
+                   "attn_mask tensor instead of is_causal=True (the kernel can no longer skip the blocks above the "
+                   "diagonal), attention computed by hand instead of by F.scaled_dot_product_attention, three "
+                   "projections instead of the fused qkv, or extra copies of the heads")

@@ -1,0 +1,69 @@
+"""Stage 8's speed measurement (``autograder/speed.py``): its verdicts, and the premise that the
+grading size makes stage 4's layer lose clearly to the kit's fast reference.
+
+Timings are not asserted to any number here, only compared within one process: the premise test
+would fail on a machine where the fused kernel brings nothing, and then the speed check could not
+tell a hand-written layer from a fast one.
+"""
+import pytest
+import torch
+
+from autograder import speed
+from autograder.probes.common import load_by_name
+
+
+def report(student_ms, kit_ms, max_diff=0.0, scale=1.0, cores=1.0):
+    return {"student_s": [t / 1e3 for t in student_ms], "kit_s": [t / 1e3 for t in kit_ms],
+            "student_cpu_s": [cores * t / 1e3 for t in student_ms], "max_diff": max_diff, "scale": scale,
+            "threads": 1}
+
+
+def test_verdict_passes_at_the_limit_and_says_the_ratio():
+    passed, text = speed.verdict(report([44, 48, 40], [40, 40, 40]))  # ratios 1.1, 1.2, 1.0: median 1.1
+    assert passed and "1.10 times as long" in text and "median of 3 rounds, cut short" in text
+
+
+def test_verdict_fails_above_the_limit_with_the_usual_causes():
+    passed, text = speed.verdict(report([50, 52, 49] * 3, [40] * 9))
+    assert not passed and "1.25 times as long" in text and "is_causal=True" in text and "cut short" not in text
+
+
+def test_verdict_uses_the_median_round_not_an_unlucky_one():
+    passed, _ = speed.verdict(report([41, 200, 40, 42, 39], [40] * 5))
+    assert passed
+
+
+def test_verdict_refuses_a_fast_but_wrong_output():
+    passed, text = speed.verdict(report([10] * 9, [40] * 9, max_diff=0.5, scale=3.0))
+    assert not passed and "speed counts only for correct outputs" in text
+
+
+def test_verdict_refuses_a_layer_that_ran_more_threads_than_allowed():
+    passed, text = speed.verdict(report([30] * 9, [40] * 9, cores=1.9))
+    assert not passed and "kept 1.9 cores busy" in text
+
+
+def stage4_as_fast_layer(multihead):
+    """Stage 4's reference holding the timed weights (the fused rows split back into three)."""
+    d, h, n = speed.SIZE["width"], speed.SIZE["heads"], speed.SIZE["tokens"]
+    w = speed.weights()
+    q, k, v = w["qkv.weight"].chunk(3)
+    return load_by_name(multihead.MultiHeadAttention(d, d, n, 0.0, h), {
+        "W_query.weight": q, "W_key.weight": k, "W_value.weight": v,
+        "out_proj.weight": w["out_proj.weight"], "out_proj.bias": w["out_proj.bias"]}).eval()
+
+
+def test_stage4_reference_is_clearly_slower_than_the_fast_reference(ref):
+    r = speed.race(stage4_as_fast_layer(ref["multihead"]))
+    passed, text = speed.verdict(r)
+    assert r["max_diff"] <= 1e-4 + 1e-3 * r["scale"], "stage 4's layer and the fast reference disagree"
+    assert not passed, f"stage 4's layer passes the speed check: {text}"
+    ratio = sorted(s / k for s, k in zip(r["student_s"], r["kit_s"]))[len(r["kit_s"]) // 2]
+    assert ratio > 2 * speed.LIMIT, f"the grading size shows too small a difference: {text}"
+
+
+def test_race_restores_torch_threads():
+    before = torch.get_num_threads()
+    with pytest.raises(speed.Unfit):
+        speed.race(lambda x: x[..., :3])  # wrong shape: unfit for comparison
+    assert torch.get_num_threads() == before
