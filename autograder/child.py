@@ -81,12 +81,11 @@ def main(job_path):
 
 def _untrustworthy(subject, changed, refusals, hand):
     """(kind, message) when a task's result cannot be trusted, else None."""
+    from autograder import confine  # imported by main() long before
+
     if changed:
-        modes = [c for c in dict.fromkeys(changed) if c.endswith(" left active")]
-        names = [c for c in dict.fromkeys(changed) if c not in modes][:3]
-        did = ([f"changed {', '.join(names)}"] if names else []) + [f"left {m.removesuffix(' left active')} active"
-                                                                  for m in modes]
-        return "Tampered", f"{subject} {' and '.join(did)}, which the grader relies on, so no result can be trusted"
+        return ("Tampered", f"{subject} {confine.describe_changes(changed)}, which the grader relies on, "
+                "so no result can be trusted")
     if refusals:
         return "Refused", f"{subject} tried to {refusals[0]}, which grading does not allow"
     if hand is not None and hand.used:

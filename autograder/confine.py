@@ -258,6 +258,15 @@ def _label(owner, name):
     return f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
 
 
+def describe_changes(changed):
+    """What ``Watch.changes()`` found, as words: "changed torch.allclose and left a TorchFunctionMode active"."""
+    modes = [c for c in dict.fromkeys(changed) if c.endswith(" left active")]
+    names = [c for c in dict.fromkeys(changed) if c not in modes][:3]
+    did = ([f"changed {', '.join(names)}"] if names else []) + [f"left {m.removesuffix(' left active')} active"
+                                                              for m in modes]
+    return " and ".join(did)
+
+
 class Watch:
     """What torch, builtins and the probes looked like before the submission was imported."""
 

@@ -10,9 +10,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from .. import speed
+from .. import confine, speed
 from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, attempt, dropout_report, dropout_weights, eval_report,
-                     gradient_report, leak_report, linear_weights, load_by_name, plain, raised, randn, shape_reports)
+                     forward, gradient_report, leak_report, linear_weights, load_by_name, plain, raised, randn,
+                     shape_reports)
 from .common import probe as _probe
 from .stage3 import D_IN, X as X4
 from .stage4 import mha_weights
@@ -73,7 +74,7 @@ class Output(nn.Module):
 
 
 def _outputs(module, x, device):
-    return plain(split(module.to(device).eval()(x.to(device).clone()))[0], "the output of forward")
+    return forward(Output(module).to(device).eval(), x.to(device))
 
 
 @probe("s8.repeat_kv")
@@ -236,7 +237,7 @@ def fast_known(lab, device):
     """Stage 4's known weights, fused: must give stage 4's outputs."""
     def run(heads, d_out, bias):
         module = load_by_name(fast(lab, d_out=d_out, heads=heads, bias=bias), fused(mha_weights(d_out, bias)))
-        return plain(module.to(device).eval()(X4.to(device).clone()), "the output of forward")
+        return forward(module.to(device).eval(), X4.to(device))
 
     return {"heads2": attempt(run, 2, 4, False), "heads3_bias": attempt(run, 3, 6, True),
             "heads1": attempt(run, 1, 4, False), "heads4": attempt(run, 4, 8, False)}
@@ -338,13 +339,12 @@ def fast_gradients(lab, device):
 
 class Untouched:
     """What could make the kit's reference slower if the student's forward changed it between
-    the timed calls: torch's settings, its functions, modes, trace hooks and extra threads.
-    The first check takes the snapshot, before the student's first call; every later one compares."""
-
-    NAMESPACES = (torch, F, torch.Tensor, nn.Module, nn.Linear)
+    the timed calls: torch's functions and modes (``confine.Watch``, as after every task), and
+    settings, trace hooks and threads. The first check takes the snapshot, before the student's
+    first call; every later one compares."""
 
     def __init__(self):
-        self.settings = self.saved = None
+        self.settings = self.watch = None
 
     @staticmethod
     def _settings():
@@ -358,25 +358,23 @@ class Untouched:
             "the default dtype": torch.get_default_dtype(),
             "grad mode": torch.is_grad_enabled(),
             "a trace or profile function": (sys.gettrace(), sys.getprofile()),
-            "a TorchFunctionMode or TorchDispatchMode": (torch._C._len_torch_function_stack(),
-                                                         torch._C._len_torch_dispatch_stack()),
             "the running threads": len(sys._current_frames()),
         }
 
     def check(self):
         if self.settings is None:
-            self.settings, self.saved = self._settings(), [(ns, dict(vars(ns))) for ns in self.NAMESPACES]
+            self.settings, self.watch = self._settings(), confine.Watch()
             if self.settings["the running threads"] != 1:  # the grader's own child runs one Python thread
                 raise ProbeError("a thread the submission started is still running while FastMultiHeadAttention "
                                  "is being timed; the timing cannot be trusted, so it does not count")
             return
         now = self._settings()
-        changed = [name for name, value in self.settings.items() if now[name] != value]
-        for ns, saved in self.saved:
-            here = vars(ns)
-            changed += [f"{getattr(ns, '__name__', ns)}.{k}" for k, v in saved.items() if here.get(k) is not v][:1]
+        changed = [f"changed {name}" for name, value in self.settings.items() if now[name] != value]
+        watched = self.watch.changes()  # undone, so the kit's next call runs on the real functions
+        if watched:
+            changed.append(confine.describe_changes(watched))
         if changed:
-            raise ProbeError(f"FastMultiHeadAttention.forward changed {changed[0]} while being timed; "
+            raise ProbeError(f"FastMultiHeadAttention.forward {changed[0]} while being timed; "
                              "the timing cannot be trusted, so it does not count")
 
 
