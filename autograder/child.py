@@ -1,8 +1,9 @@
 """The child process: confines itself, imports the student's package, runs the probes it is given.
 
-Started by ``runner.py`` with ``python -I -S``. Everything before ``confine.arm`` is trusted
-set-up that runs before any student code. Per task it writes the task's index to ``current``
-(so the parent can blame a crash or hang on it) and then one file of plain data, atomically.
+Forked by the fork server (``forkserver.py``), which has run ``preload`` once. Everything before
+``confine.arm`` is trusted set-up that runs before any student code. Per task it writes the task's
+index to ``current`` (so the parent can blame a crash or hang on it) and then one file of plain
+data, atomically.
 """
 import contextlib
 import json
@@ -11,7 +12,30 @@ import sys
 from pathlib import Path
 
 
+def preload(meta):
+    """What every child needs before its job is known: torch and the probes, imported once by the
+    fork server. ``meta``: also warm up the meta device (see ``_warm_meta``)."""
+    import torch  # noqa: F401
+
+    from autograder import confine  # noqa: F401
+    from autograder.feedback import problem  # noqa: F401
+    from autograder.probes import PROBES, Lab  # noqa: F401
+    from autograder.probes.common import attempt  # noqa: F401
+
+    if meta:
+        _warm_meta()
+
+
+def _warm_meta():
+    """torch's first meta-device op imports torch._dynamo, which rewraps torch.manual_seed and
+    more: let that happen before the snapshot that detects tampering (~1 s, paid once)."""
+    import torch
+
+    torch.empty(2, device="meta") @ torch.empty(2, device="meta")
+
+
 def main(job_path):
+    parent = os.getppid()  # the fork server
     job = json.loads(Path(job_path).read_text())
     out = Path(job["out"])
     sys.dont_write_bytecode = True  # leave no __pycache__ behind
@@ -20,13 +44,12 @@ def main(job_path):
 
     from autograder import confine
     from autograder.feedback import problem
+    from autograder.forkserver import die_with_parent
     from autograder.probes import PROBES, Lab
     from autograder.probes.common import attempt
 
     if any(task[3] == "meta" for task in job["tasks"]):
-        # torch's first meta-device op imports torch._dynamo, which rewraps torch.manual_seed and
-        # more: let that happen now, before the snapshot that detects tampering (~1 s, paid once).
-        torch.empty(2, device="meta") @ torch.empty(2, device="meta")
+        _warm_meta()  # a no-op when the server has done it
     lim = job["limits"]
     confine.limit(lim["memory"], lim["file"], lim["cpu"] * (len(job["tasks"]) + 2), lim["processes"],
                   address_space="cuda" not in {task[3] for task in job["tasks"]})
@@ -38,6 +61,7 @@ def main(job_path):
                      "let the grader open a way (no mount namespace): make the folders on the way to it "
                      "enterable by others (chmod o+x), or grade as a user other than root")
         confine.drop_privileges(job["uid"], job["gid"])
+    die_with_parent(parent)  # after the change of user, which clears it
     (out / "layers.json").write_text(json.dumps(layers))
 
     # From here on the grader is out of the import path: only torch & co. and the submission,
@@ -93,6 +117,3 @@ def _untrustworthy(subject, changed, refusals, hand):
                                     "its point is to write attention by hand")
     return None
 
-
-if __name__ == "__main__":
-    main(sys.argv[1])

@@ -1,6 +1,7 @@
 """Run probes in a child process and bring back plain data (DESIGN principle 1).
 
-The child imports the submission; this process only reads what the child wrote: small regular
+The child is forked by a ``ForkServer`` (one per grading, or one per worker when a class is
+graded) and imports the submission; this process only reads what the child wrote: small regular
 files (never a link or a FIFO), loaded with ``torch.load(weights_only=True)`` and accepted only
 as plain data. A watchdog kills the child's whole process group, and everything that escaped
 it, when a task runs past its wall-clock or CPU time or the child grows past its memory limit.
@@ -25,6 +26,7 @@ import torch
 
 from . import workspace
 from .feedback import problem
+from .forkserver import ForkServer, GradingError  # noqa: F401  (GradingError: part of the runner's API)
 from .workspace import KIT_PARENT, Workspace, read_small
 
 TASK_TIMEOUT_S = 10.0  # wall clock per task; the reference's slowest task takes well under 1 s
@@ -54,10 +56,6 @@ class Run:
     """What came back: one observation per task, and what protected the run."""
     observations: dict
     isolation: dict = field(default_factory=dict)
-
-
-class GradingError(Exception):
-    """The grader itself could not run (not the submission's fault): grading must stop loudly."""
 
 
 def error(kind, message):
@@ -92,10 +90,14 @@ def load_result(data):
         return error("BadResult", f"the grader could not read this result ({str(exc)[:200]})")
 
 
-def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> Run:
-    """Run ``tasks`` against ``submission`` (a ``submission.Submission``)."""
+def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, server=None) -> Run:
+    """Run ``tasks`` against ``submission`` (a ``submission.Submission``), in children forked by
+    ``server`` (a ``ForkServer``; by default one started for this run alone)."""
+    if server is None:
+        with ForkServer(meta=any(t.device == "meta" for t in tasks)) as server:
+            return run_tasks(submission, tasks, timeout_s, server)
     workspace.become_subreaper()
-    ws = Workspace(submission)
+    ws = Workspace(submission, server.uid, server.gid)
     run = Run({})
     results: dict[int, dict] = {}
     broken: dict[str, str] = {}
@@ -104,7 +106,7 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) 
     try:
         while pending:
             out = ws.child_dir()
-            blamed, why = _one_child(ws, tasks, pending, broken, out, timeout_s)
+            blamed, why = _one_child(server, ws, tasks, pending, broken, out, timeout_s)
             for i in pending:
                 data = read_small(out / f"{i}.pt")
                 if data is not None:
@@ -137,7 +139,7 @@ def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
     return len(tasks) * (timeout_s + 1) + starts * START_TIMEOUT_S
 
 
-def _site_paths():
+def site_paths():
     """The interpreter's import path less the kit and the working folder: what the child may use."""
     roots = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
     user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
@@ -145,9 +147,9 @@ def _site_paths():
             if p and (p.startswith(roots) or p == user) and Path(p).resolve() != KIT_PARENT]
 
 
-def _one_child(ws, tasks, pending, broken, out, timeout_s):
+def _one_child(server, ws, tasks, pending, broken, out, timeout_s):
     """Run ``pending`` tasks in one child. Returns (index blamed for an early end, its error)."""
-    paths = _site_paths()
+    paths = site_paths()
     job = {
         "submission": str(ws.submission),
         "sandbox": str(ws.root),
@@ -163,19 +165,12 @@ def _one_child(ws, tasks, pending, broken, out, timeout_s):
     }
     job_path = ws.control / f"{out.name}.json"
     job_path.write_text(json.dumps(job))
-    boot = (f"import sys; sys.path[:0] = {[str(KIT_PARENT)] + paths!r}; "
-            "from autograder.child import main; main(sys.argv[1])")
-    with open(ws.control / f"{out.name}.stderr", "wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", boot, str(job_path)],
-            cwd=out, env=ws.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-            start_new_session=True,  # its own process group: a kill takes its children too
-        )
+    proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()))
     try:
         code, stopped = _watch(proc, out, timeout_s)
     finally:
         _kill(proc)
-        ws.kill_stragglers(proc.pid)
+        server.kill_stragglers(proc.pid)
     current = _read_current(out)
     if current is None:  # before the first task only trusted code has run: the kit failed
         raise GradingError(f"the grader's child process failed to start ({stopped or _died(code, ws, out)})")

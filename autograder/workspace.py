@@ -4,29 +4,27 @@ Each grading run gets a fresh folder holding a copy of the submission's ``attent
 nothing else of it (a ``conftest.py``, ``torch.py`` or ``sitecustomize.py`` shipped beside it
 never reaches the child), a home folder, and one folder per child for its results.
 
-Run as root, the child drops to ``CHILD_UID``, a user id that owns no files and runs nothing
-else, so the kit's own files can be made unreadable to it and every process left with that id
-after a child ends is a straggler to kill. Run as anyone else, the child stays that user, and
-the stragglers are found by a mark in their environment, which every descendant inherits (the
-child may not exec a program with a fresh one); this process becomes the "subreaper" of orphans,
-so none of them is lost to init before it is killed.
+Run as root, the child drops to a user id from ``CHILD_UID`` on that owns no files and runs
+nothing else (``forkserver`` hands them out), so the kit's own files can be made unreadable to
+it and every process left with that id after a child ends is a straggler to kill. Run as anyone
+else, the child stays that user, and the stragglers are found by a mark in their environment,
+which every descendant inherits (the child may not exec a program with a fresh one); this
+process becomes the "subreaper" of orphans, so none of them is lost to init before it is killed.
 """
 from __future__ import annotations
 
 import ctypes
 import os
-import secrets as tokens
 import shutil
 import signal
 import stat
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 KIT_PACKAGE = Path(__file__).resolve().parent
 KIT_PARENT = KIT_PACKAGE.parent
-CHILD_UID = CHILD_GID = 65500  # no login, no files; 65000-65533 is never handed out to users
+CHILD_UID = 65500  # no login, no files; 65000-65533 is never handed out to users
 MAX_COPY_BYTES = 20 * 2**20
 MAX_COPY_FILES = 1000
 RESULT_MAX_BYTES = 8 * 2**20  # no probe result comes near this
@@ -66,8 +64,9 @@ def _others_can_reach(path):
 
 
 class Workspace:
-    def __init__(self, submission):
-        self.uid, self.gid = (CHILD_UID, CHILD_GID) if is_root() else (None, None)
+    def __init__(self, submission, uid=None, gid=None):
+        """``uid``, ``gid``: the unprivileged user the child becomes (None: it stays who we are)."""
+        self.uid, self.gid = uid, gid
         if self.uid is not None:
             lock_secrets()
         self.root = Path(tempfile.mkdtemp(prefix="attention-lab-")).resolve()
@@ -88,7 +87,6 @@ class Workspace:
             os.chmod(self.root, 0o711)  # the child may pass through, not list
             os.chmod(self.control, 0o700)
         self.children = 0
-        self.mark = f"ATTENTION_LAB_RUN={tokens.token_hex(8)}"
 
     def child_dir(self):
         self.children += 1
@@ -100,28 +98,9 @@ class Workspace:
             os.chown(path, self.uid, self.gid)
         return path
 
-    def env(self):
-        passed = {k: v for k, v in os.environ.items()
-                  if k.startswith(("CUDA_", "NVIDIA_", "OMP_", "MKL_")) or k == "LD_LIBRARY_PATH"}
-        name, value = self.mark.split("=")
-        return {**passed, "PATH": "/usr/bin:/bin", "HOME": str(self.home), "TMPDIR": str(self.home),
-                "LANG": "C.UTF-8", name: value}
-
-    def kill_stragglers(self, pgid):
-        """Kill what a finished child left running: its process group, and every process that
-        escaped it (same uid as root; the same mark in its environment otherwise)."""
-        _kill_group(pgid)
-        for _ in range(100):  # a fork bomb may race us for a moment; the process limit bounds it
-            found = _processes_of(self.uid) if self.uid is not None else _marked(self.mark)
-            if not found:
-                return
-            for pid in found:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            _reap(found)
-            time.sleep(0.01)
+    def env(self, base):
+        """The child's environment: ``base`` (the fork server's) with a home in the workspace."""
+        return {**base, "HOME": str(self.home), "TMPDIR": str(self.home)}
 
     def remove(self):
         shutil.rmtree(self.root, ignore_errors=True)
@@ -215,11 +194,11 @@ def _stat_all():
     return found
 
 
-def _processes_of(uid):
+def processes_of(uid):
     return _living([pid for pid, _, owner in _stat_all() if owner == uid])
 
 
-def _marked(mark):
+def marked(mark):
     """Processes whose environment carries ``mark`` (readable for processes of our own user)."""
     found = []
     needle = mark.encode() + b"\0"
@@ -236,7 +215,7 @@ def _marked(mark):
 def _living(pids):
     """``pids`` less the zombies, which cannot be killed, only reaped (those that are ours)."""
     zombies = [pid for pid in pids if _is_zombie(pid)]
-    _reap(zombies)
+    reap(zombies)
     return [pid for pid in pids if pid not in zombies]
 
 
@@ -245,7 +224,7 @@ def _is_zombie(pid):
     return bool(fields) and fields[0] == b"Z"
 
 
-def _reap(pids):
+def reap(pids):
     for pid in pids:
         try:
             os.waitpid(pid, os.WNOHANG)
@@ -253,7 +232,7 @@ def _reap(pids):
             pass
 
 
-def _kill_group(pgid):
+def kill_group(pgid):
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
