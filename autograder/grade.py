@@ -10,8 +10,8 @@ import torch
 from .golden import load_golden
 from .feedback import describe_error
 from .registry import STAGES, Fail, all_checks
-from .runner import Task, run_tasks
-from .submission import SubmissionError, open_submission  # noqa: F401  (SubmissionError: part of grade's API)
+from .runner import TASK_TIMEOUT_S, Task, run_tasks
+from .submission import SubmissionError, opened  # noqa: F401  (SubmissionError: part of grade's API)
 from .workspace import CopyError
 
 
@@ -72,20 +72,21 @@ def judge(check, obs, golden, device):
     return None, note
 
 
-def grade(submission, stages=None, devices=None, timeout_s=None):
-    """Grade ``submission``.
+def grade(submission, stages=None, devices=None, timeout_s=None, server=None):
+    """Grade ``submission`` (a path: see ``submission.py``), in children forked by ``server``
+    (a ``ForkServer``; by default one of its own).
 
     Raises SubmissionError when the submission cannot be graded at all, GradingError when the
     grader itself failed."""
-    sub = open_submission(submission)
     started = time.monotonic()
-    checks = all_checks(stages if stages is not None else sub.stages)
-    devices = available_devices() if devices is None else set(devices)
     golden = load_golden()  # before any student code runs
-    try:
-        run = run_tasks(sub, plan(checks, devices), **({"timeout_s": timeout_s} if timeout_s else {}))
-    except CopyError as exc:
-        raise SubmissionError(str(exc)) from None
+    devices = available_devices() if devices is None else set(devices)
+    with opened(submission) as sub:
+        checks = all_checks(stages if stages is not None else sub.stages)
+        try:
+            run = run_tasks(sub, plan(checks, devices), timeout_s or TASK_TIMEOUT_S, server)
+        except CopyError as exc:
+            raise SubmissionError(str(exc)) from None
     results = []
     for c in checks:
         ran = [d for d in c.devices if d in devices]

@@ -83,9 +83,71 @@ def test_cli_reports_where_the_code_came_from(tmp_path, root, capsys):
     assert main(["grade", str(tmp_path / "notes.txt")]) == 2
     (tmp_path / "notes.txt").write_text("hi")
     assert main(["grade", str(tmp_path / "notes.txt")]) == 2
-    assert "neither a folder nor a notebook" in capsys.readouterr().err
+    assert "neither a folder, a zip nor a notebook" in capsys.readouterr().err
 
 
 def test_modules_in_keeps_the_last_cell_for_a_module(tmp_path):
     nb = write_notebook(tmp_path / "n.ipynb", module_cell("simple", "a = 1\n"), module_cell("simple", "a = 2\n"))
     assert modules_in(nb) == {"simple": "a = 2\n"}
+
+
+# ---------------------------------------------------------------- other shapes a submission arrives in
+
+def zip_folder(folder, archive, prefix=""):
+    import zipfile
+
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                z.write(path, prefix + str(path.relative_to(folder)))
+    return archive
+
+
+def test_a_zip_with_a_top_folder_is_graded_like_the_folder(tmp_path, root):
+    folder = tmp_path / "work"
+    shutil.copytree(root / "solutions" / "attention_lab", folder / "attention_lab")
+    archive = zip_folder(folder, tmp_path / "alice.zip", prefix="alice-final/")
+    graded = grade(archive, stages={1})
+    assert points(graded.results) == {1: max_points(1)}
+    assert not list(tmp_path.glob("attention-lab-zip-*"))
+
+
+def test_module_files_uploaded_on_their_own_are_the_package(tmp_path, root):
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    shutil.copy(root / "solutions" / "attention_lab" / "simple.py", folder / "simple.py")
+    assert points(grade(folder, stages={1, 2}).results) == {1: max_points(1), 2: 0}
+
+
+def test_lone_folders_are_descended_as_in_nbgrader_submitted_student_assignment(tmp_path, root):
+    folder = tmp_path / "alice" / "attention"
+    shutil.copytree(root / "solutions" / "attention_lab", folder / "attention_lab")
+    (tmp_path / "alice" / ".DS_Store").write_text("")
+    assert points(grade(tmp_path / "alice", stages={1}).results) == {1: max_points(1)}
+
+
+def test_a_zip_that_reaches_outside_or_is_not_a_zip_is_refused_by_name(tmp_path):
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "slip.zip", "w") as z:
+        z.writestr("attention_lab/simple.py", "x = 1\n")
+        z.writestr("../../evil.py", "x = 1\n")
+    (tmp_path / "broken.zip").write_bytes(b"PK not really")
+    for name, message in (("slip.zip", "a path outside the archive"), ("broken.zip", "cannot be unpacked")):
+        with pytest.raises(SubmissionError, match=message):
+            grade(tmp_path / name)
+    assert not (tmp_path.parent / "evil.py").exists()
+
+
+def test_links_inside_a_zip_are_left_out(tmp_path, root):
+    import stat
+    import zipfile
+
+    archive = tmp_path / "link.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.write(root / "solutions" / "attention_lab" / "simple.py", "attention_lab/simple.py")
+        link = zipfile.ZipInfo("attention_lab/causal.py")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        z.writestr(link, str(root / "solutions" / "attention_lab" / "causal.py"))
+    graded = grade(archive, stages={1, 3})
+    assert points(graded.results) == {1: max_points(1), 3: 0}
