@@ -1,4 +1,4 @@
-"""``attention-lab``: grade a submission, or rebuild what is generated from solutions/."""
+"""``attention-lab``: grade a submission or a class, or rebuild what is generated from solutions/."""
 from __future__ import annotations
 
 import argparse
@@ -19,6 +19,18 @@ def main(argv=None):
                    help="grade only stage N (repeatable)")
     g.add_argument("--verbose", "-v", action="store_true", help="list passed checks too")
 
+    a = sub.add_parser("grade-all", help="grade a folder with one submission per student, resumably")
+    a.add_argument("submissions", metavar="SUBMISSIONS_DIR",
+                   help="one folder, .zip or .ipynb per student (nbgrader's submitted/ works as it is)")
+    a.add_argument("--out", required=True, metavar="CSV",
+                   help="the class CSV; the score summary goes beside it, as CSV's name with .txt and .png")
+    a.add_argument("--json-dir", metavar="DIR", help="one results.json per student, the record of what is done "
+                   "(default: beside the CSV, its name with -results)")
+    a.add_argument("--jobs", "-j", type=int, metavar="N", help="students graded at once (default: CPUs, at most 8)")
+    a.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
+                   help="grade only stage N (repeatable; default: every stage)")
+    a.add_argument("--timeout", type=float, metavar="S", help="seconds one check may run (default: 10)")
+
     b = sub.add_parser("build", help="regenerate stubs, the public checks' helper and golden data")
     b.add_argument("--check", action="store_true", help="only report drift; exit 1 if anything differs")
     b.add_argument("--no-golden", action="store_true", help="skip the golden data (faster)")
@@ -30,8 +42,16 @@ def main(argv=None):
     i.add_argument("--assignment", help="nbgrader's name for the assignment (default: attention)")
     i.add_argument("--force", action="store_true", help="overwrite files that differ from what init writes")
 
+    e = sub.add_parser("export", help="write an autograder for a grading platform")
+    e_sub = e.add_subparsers(dest="target", required=True)
+    gs = e_sub.add_parser("gradescope", help="a Gradescope autograder zip: setup.sh, run_autograder and the kit")
+    gs.add_argument("--out", required=True, metavar="FILE", help="the zip to write, such as autograder.zip")
+    gs.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
+                    help="grade only stage N (repeatable; default: every stage)")
+
     args = parser.parse_args(argv)
-    return {"grade": _grade, "build": _build, "nbgrader": _nbgrader}[args.command](args)
+    return {"grade": _grade, "grade-all": _grade_all, "build": _build, "nbgrader": _nbgrader,
+            "export": _export}[args.command](args)
 
 
 def _grade(args):
@@ -57,6 +77,12 @@ def _grade(args):
         write_json(gradescope_results(results, seconds), args.json)
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
+
+
+def _grade_all(args):
+    from .grade_all import run
+
+    return run(args)
 
 
 def _build(args):
@@ -89,6 +115,26 @@ def _nbgrader(args):
         return 2
     print(f"course ready in {course}; next: cd {course} && nbgrader generate_assignment {assignment}",
           file=sys.stderr)
+    return 0
+
+
+def _export(args):
+    from .build import BuildError, torch_pin
+    from .gradescope import CONFIG, export
+    from .registry import max_points
+
+    stages = sorted(set(args.stage)) if args.stage else sorted(STAGES)
+    try:
+        names = export(args.out, stages)
+    except (OSError, ValueError, BuildError) as exc:
+        print(f"attention-lab: {exc}", file=sys.stderr)
+        return 2
+    package = [n for n in names if n.startswith("kit/autograder/")]
+    print(f"wrote {args.out}: setup.sh (CPU {torch_pin()} in /autograder/venv), run_autograder, and "
+          f"kit/ with autograder/ ({len(package)} files, golden data included), constraints.txt and {CONFIG}",
+          file=sys.stderr)
+    print(f"it grades stage(s) {', '.join(map(str, stages))}: {sum(max_points(s) for s in stages)} points; upload "
+          "it as the autograder of a Gradescope programming assignment", file=sys.stderr)
     return 0
 
 

@@ -84,7 +84,7 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None):
     with opened(submission) as sub:
         checks = all_checks(stages if stages is not None else sub.stages)
         try:
-            run = run_tasks(sub, plan(checks, devices), timeout_s or TASK_TIMEOUT_S, server)
+            run = run_tasks(sub, plan(checks, devices), timeout_s=timeout_s or TASK_TIMEOUT_S, server=server)
         except CopyError as exc:
             raise SubmissionError(str(exc)) from None
     results = []

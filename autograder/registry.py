@@ -16,6 +16,11 @@ NUMERIC = ("cpu", "cuda")
 CPU = ("cpu",)
 MOVES = ("meta", "cuda")  # device movement: meta works on every machine, cuda when present
 
+# Gradescope shows a check's result at once when it is VISIBLE, after grades are published
+# otherwise. VISIBLE is for checks that the student's public self-checks already make on the same
+# inputs (the book's seeded examples, the documented errors): seeing them reveals nothing hidden.
+VISIBLE = "visible"
+
 
 @dataclass(frozen=True)
 class Stage:

@@ -68,10 +68,24 @@ def gradescope_results(results, seconds):
 
 def write_json(data, path):
     """Write atomically: a reader never sees half a file, a crash leaves the old one."""
+    write_atomically(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_atomically(path, text):
+    """Write ``text`` to a temporary file beside ``path``, flush it to disk, then rename it over
+    ``path``: whenever the process dies, ``path`` holds the old content or the new, never half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMPORARY}{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+TEMPORARY = ".tmp-"  # what a killed writer may leave behind: safe to delete

@@ -1,11 +1,11 @@
 """Stage 2 judges: self-attention with trainable weights."""
 from .. import book
 from ..judging import check_gradients, expect, expect_book, expect_close, get
-from ..registry import NUMERIC, check
+from ..registry import NUMERIC, VISIBLE, check
 
 
 @check("s2.one_query.book", stage=2, points=2, probe="s2.one_query", devices=NUMERIC,
-       title="attend_one_query reproduces the step-by-step example")
+       title="attend_one_query reproduces the step-by-step example", visibility=VISIBLE)
 def one_query_book(obs, golden):
     scores, weights, context = get(obs, "book")
     expect_book(scores, book.STEP_SCORES_2, "attn_scores_2")
@@ -22,7 +22,7 @@ def one_query_other(obs, golden):
 
 
 @check("s2.v1.seeded", stage=2, points=2, probe="s2.v1.seeded", devices=NUMERIC,
-       title="SelfAttention_v1 reproduces the book under torch.manual_seed(123)")
+       title="SelfAttention_v1 reproduces the book under torch.manual_seed(123)", visibility=VISIBLE)
 def v1_seeded(obs, golden):
     expect_book(get(obs, "out"), book.SA_V1, "SelfAttention_v1(3, 2)(inputs) after torch.manual_seed(123)")
 
@@ -37,7 +37,7 @@ def v1_known(obs, golden):
 
 
 @check("s2.v2.seeded", stage=2, points=2, probe="s2.v2.seeded", devices=NUMERIC,
-       title="SelfAttention_v2 reproduces the book under torch.manual_seed(789)")
+       title="SelfAttention_v2 reproduces the book under torch.manual_seed(789)", visibility=VISIBLE)
 def v2_seeded(obs, golden):
     expect_book(get(obs, "out"), book.SA_V2, "SelfAttention_v2(3, 2)(inputs) after torch.manual_seed(789)")
 

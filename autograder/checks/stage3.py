@@ -7,7 +7,7 @@ from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, c
                        expect_book, expect_book_batch, expect_close, expect_golden, expect_rows_sum_to_one, get)
 from ..probes.common import DROPOUT_P
 from ..probes.stage3 import SHAPE_CONFIGS, expected_shape
-from ..registry import MOVES, NUMERIC, Fail, check
+from ..registry import MOVES, NUMERIC, VISIBLE, Fail, check
 
 
 def _causal_weights(obs, golden, name):
@@ -36,7 +36,7 @@ def mask_fill(obs, golden):
 
 
 @check("s3.causal.seeded", stage=3, points=2, probe="s3.causal.seeded", devices=NUMERIC,
-       title="CausalAttention reproduces the book under torch.manual_seed(123)")
+       title="CausalAttention reproduces the book under torch.manual_seed(123)", visibility=VISIBLE)
 def causal_seeded(obs, golden):
     expect_book_batch(obs, book.CAUSAL_ATTENTION, "CausalAttention(3, 2, 6, 0.0)(batch)")
 

@@ -4,12 +4,12 @@ from ..judging import (BIAS_CASES, check_divisibility, check_dropout, check_eval
                        check_shapes, expect, expect_book_batch, expect_golden, get)
 from ..probes.common import DROPOUT_P
 from ..probes.stage4 import MHA_SHAPES, WRAPPER_SHAPES
-from ..registry import MOVES, NUMERIC, check
+from ..registry import MOVES, NUMERIC, VISIBLE, check
 from .stage3 import check_device
 
 
 @check("s4.wrapper.seeded", stage=4, points=2, probe="s4.wrapper.seeded", devices=NUMERIC,
-       title="MultiHeadAttentionWrapper reproduces the book under torch.manual_seed(123)")
+       title="MultiHeadAttentionWrapper reproduces the book under torch.manual_seed(123)", visibility=VISIBLE)
 def wrapper_seeded(obs, golden):
     expect_book_batch(obs, book.MHA_WRAPPER, "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
 
@@ -39,7 +39,7 @@ def wrapper_shapes(obs, golden):
 
 
 @check("s4.mha.seeded", stage=4, points=2, probe="s4.mha.seeded", devices=NUMERIC,
-       title="MultiHeadAttention reproduces the book under torch.manual_seed(123)")
+       title="MultiHeadAttention reproduces the book under torch.manual_seed(123)", visibility=VISIBLE)
 def mha_seeded(obs, golden):
     expect_book_batch(obs, book.MHA, "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)")
 
@@ -58,7 +58,7 @@ def mha_shapes(obs, golden):
 
 
 @check("s4.mha.divisibility", stage=4, points=1, probe="s4.mha.divisibility",
-       title="MultiHeadAttention raises ValueError when d_out is not divisible by num_heads")
+       title="MultiHeadAttention raises ValueError when d_out is not divisible by num_heads", visibility=VISIBLE)
 def mha_divisibility(obs, golden):
     check_divisibility(obs, "MultiHeadAttention(4, 6, 8, 0.0, num_heads=4)", "6 is not divisible by 4 heads")
 
@@ -119,7 +119,7 @@ def pytorch_no_leak(obs, golden):
 
 
 @check("s4.param_count", stage=4, points=1, probe="s4.param_count",
-       title="count_parameters, and 2,360,064 parameters for GPT-2 size")
+       title="count_parameters, and 2,360,064 parameters for GPT-2 size", visibility=VISIBLE)
 def param_count(obs, golden):
     r = get(obs)
     expect(r["kit_counted_gpt2"] == book.GPT2_MHA_PARAMETERS,

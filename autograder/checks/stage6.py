@@ -3,7 +3,7 @@ from ..judging import (ALL_HIDDEN_HINT, check_divisibility, check_dropout, check
                        check_shapes, expect, expect_close, expect_finite, expect_golden, get)
 from ..probes.common import DROPOUT_P
 from ..probes.stage6 import ALL_PADDED, FUSED_SHAPES, KEYS, MASKED_SHAPES, MHSA_SHAPES, PROJ
-from ..registry import NUMERIC, check
+from ..registry import NUMERIC, VISIBLE, check
 
 MASKED_CASES = {"none": "no mask", "keys": "a (batch, seq) padding mask",
                 "pairs": "a (batch, seq, seq) mask, causal and padded"}
@@ -114,7 +114,8 @@ def mhsa_structure(obs, golden):
 
 
 @check("s6.mhsa.divisibility", stage=6, points=1, probe="s6.mhsa.divisibility",
-       title="MultiHeadSelfAttention raises ValueError when hidden_dim is not divisible by num_heads")
+       title="MultiHeadSelfAttention raises ValueError when hidden_dim is not divisible by num_heads",
+       visibility=VISIBLE)
 def mhsa_divisibility(obs, golden):
     check_divisibility(obs, "MultiHeadSelfAttention(10, 4)", "10 is not divisible by 4 heads")
 

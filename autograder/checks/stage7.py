@@ -10,7 +10,7 @@ from ..probes.stage7 import (D_FF, DECODER_CASES, ENCODER_CASES, FFN_DROPOUT_BIA
                              PAD5, PAD_IDS, PE_D, PE_LEN, SDPA_CASES, SDPA_DROPOUT, SUBSEQUENT_SIZES, TGT, TOKENS,
                              V_DROPOUT, X5, X_FFN_DROPOUT, X_PE, X_PE_DROPOUT, XQ, decoder_weights, encoder_weights,
                              ffn_dropout_weights, mha_weights)
-from ..registry import MOVES, NUMERIC, Fail, check
+from ..registry import MOVES, NUMERIC, VISIBLE, Fail, check
 
 ORACLE_ATOL = 1e-5  # float32 against float32 in another order of operations; bugs are off by far more
 
@@ -146,7 +146,7 @@ def mha_padding(obs, golden):
 
 
 @check("s7.mha.divisibility", stage=7, points=1, probe="s7.mha.divisibility",
-       title="MultiHeadedAttention raises ValueError when h does not divide d_model")
+       title="MultiHeadedAttention raises ValueError when h does not divide d_model", visibility=VISIBLE)
 def mha_divisibility(obs, golden):
     check_divisibility(obs, "MultiHeadedAttention(3, 8)", "8 is not divisible by 3 heads")
 

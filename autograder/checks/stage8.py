@@ -16,7 +16,7 @@ from ..judging import (check_divisibility, check_dropout, check_eval, check_grad
 from ..probes.common import DROPOUT_P
 from ..probes.stage8 import (CONTEXT, DIM, FAST_SHAPES, GQA_SHAPES, GROUPED, HEAD_DIM, HEADS, KV_HEADS,
                              PARAMETER_CONFIGS, PIECES, X, Y, gqa_weights)
-from ..registry import CPU, NUMERIC, Fail, check
+from ..registry import CPU, NUMERIC, VISIBLE, Fail, check
 
 STAGE4_CASES = {"heads2": "2 heads, d_out=4", "heads3_bias": "3 heads, d_out=6, qkv_bias=True",
                 "heads4": "4 heads, d_out=8"}
@@ -103,7 +103,7 @@ def gqa_parameters(obs, golden):
 
 
 @check("s8.gqa.divisibility", stage=8, points=1, probe="s8.gqa.divisibility",
-       title="GroupedQueryAttention raises ValueError when heads or key/value heads do not divide")
+       title="GroupedQueryAttention raises ValueError when heads or key/value heads do not divide", visibility=VISIBLE)
 def gqa_divisibility(obs, golden):
     check_divisibility(get(obs, "heads"), f"GroupedQueryAttention({DIM}, 6, {CONTEXT}, num_heads=4, num_kv_heads=2)",
                        "d_out 6 is not divisible by 4 heads")
@@ -231,7 +231,7 @@ def fast_shapes(obs, golden):
 
 
 @check("s8.fast.divisibility", stage=8, points=1, probe="s8.fast.divisibility",
-       title="FastMultiHeadAttention raises ValueError when d_out is not divisible by num_heads")
+       title="FastMultiHeadAttention raises ValueError when d_out is not divisible by num_heads", visibility=VISIBLE)
 def fast_divisibility(obs, golden):
     check_divisibility(obs, "FastMultiHeadAttention(4, 6, 8, 0.0, num_heads=4)", "6 is not divisible by 4 heads")
 
@@ -262,7 +262,7 @@ def fast_gradients(obs, golden):
 
 @check("s8.fast.speed", stage=8, points=4, probe="s8.fast.speed", devices=CPU,
        title=f"FastMultiHeadAttention takes at most {speed.LIMIT}x the time of the kit's fast reference "
-             f"({speed.SIZE['tokens']} tokens, CPU)")
+             f"({speed.SIZE['tokens']} tokens, CPU)", visibility=VISIBLE)
 def fast_speed(obs, golden):
     passed, text = speed.verdict(get(obs))
     expect(passed, text)

@@ -1,0 +1,239 @@
+"""``attention-lab grade-all``: a class graded in one go equals one killed with ``kill -9`` and resumed."""
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+
+import pytest
+
+from autograder import grade_all as grade_all_module
+from autograder.forkserver import GradingError
+from autograder.grade_all import UsageError, csv_text, discover, grade_all
+from autograder.progress import Progress
+from autograder.registry import max_points
+from autograder.summary import bins, text_summary
+
+STAGES = [1, 3]  # enough to tell right from wrong, quick to grade
+SLOW = "import time\ntime.sleep(0.6)  # a slow import: the kill lands while the class is being graded\n"
+HANG = "while True:\n    pass\n"
+
+
+@pytest.fixture
+def klass(tmp_path, root):
+    """A class of nine: right, wrong, partly right, slow, hanging, zipped, a notebook folder, an
+    empty folder and a stray file."""
+    solutions, stubs = root / "solutions" / "attention_lab", root / "assignments" / "attention_lab"
+    folder = tmp_path / "submitted"
+
+    def student(name, package=solutions, **edits):
+        pkg = folder / name / "attention_lab"
+        shutil.copytree(package, pkg)
+        for module, text in edits.items():
+            (pkg / f"{module}.py").write_text(text)
+        return pkg.parent
+
+    student("ada")
+    student("bob", package=stubs)
+    student("cy", causal=(stubs / "causal.py").read_text())  # stage 1 right, stage 3 not done
+    for name in ("dee", "eve", "fay"):
+        student(name, simple=SLOW + (solutions / "simple.py").read_text())
+    student("gus", causal=HANG)
+    zipped = student("hal")
+    with zipfile.ZipFile(folder / "hal.zip", "w") as z:  # hal hands in a zip instead
+        for path in sorted(zipped.rglob("*.py")):
+            z.write(path, "hal-final/" + str(path.relative_to(zipped)))
+    shutil.rmtree(zipped)
+    (folder / "ivy" / "attention").mkdir(parents=True)  # nbgrader's submitted/<student>/<assignment>/, empty
+    (folder / "README.txt").write_text("not a submission")
+    return folder
+
+
+def command(folder, out, *extra):
+    stage_args = [a for s in STAGES for a in ("--stage", str(s))]
+    return [sys.executable, "-m", "autograder.cli", "grade-all", str(folder), "--out", str(out), "--timeout", "3",
+            *stage_args, *extra]
+
+
+def run(folder, out, *extra):
+    proc = subprocess.run(command(folder, out, *extra), capture_output=True, text=True, timeout=600)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def records(out):
+    return sorted(p.name for p in out.with_name(out.stem + "-results").glob("*.json"))
+
+
+def children_of(pid):
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                if name.isdigit() and int(f.read().rsplit(b")", 1)[1].split()[1]) == pid:
+                    found.append(int(name))
+        except (OSError, IndexError, ValueError):
+            pass
+    return found
+
+
+def kill_after(folder, out, n_records):
+    """Start grade-all, kill -9 it once ``n_records`` students are recorded; returns the fork
+    servers it had started (they must die with it)."""
+    proc = subprocess.Popen(command(folder, out, "--jobs", "1"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(records(out)) < n_records:
+        assert proc.poll() is None, f"finished before the kill: {proc.stderr.read().decode()}"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    servers = children_of(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stderr.close()
+    return servers
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.reader(f))
+
+
+def test_a_class_killed_twice_and_resumed_gives_the_csv_of_one_uninterrupted_run(klass, tmp_path):
+    straight = tmp_path / "straight" / "grades.csv"
+    code, stdout, stderr = run(klass, straight)
+    assert code == 0, stderr
+    expected = rows(straight)
+    by_name = {r[0]: r for r in expected[1:]}
+    assert expected[0] == ["student", "total", "out_of", "stage1", "stage3", "problem"]
+    assert list(by_name) == ["ada", "bob", "cy", "dee", "eve", "fay", "gus", "hal", "ivy"]  # README.txt left out
+    full = sum(max_points(s) for s in STAGES)
+    assert by_name["ada"][1:5] == [str(full), str(full), str(max_points(1)), str(max_points(3))]
+    assert by_name["hal"][1] == by_name["dee"][1] == str(full)
+    assert by_name["bob"][1] == "0" and by_name["cy"][1:5] == [str(max_points(1)), str(full), str(max_points(1)), "0"]
+    assert by_name["gus"][3:5] == [str(max_points(1)), "0"]  # the hang costs stage 3 only
+    gus = json.loads((straight.parent / "grades-results" / "gus.json").read_text())
+    assert any("timed out after 3 s" in t["output"] for t in gus["tests"]), gus
+    assert by_name["ivy"][1] == "0" and "no attention_lab/ folder" in by_name["ivy"][-1]
+    assert "left out (not a folder, .zip or .ipynb): README.txt" in stderr
+    assert "9 students graded" in stdout
+    assert (straight.parent / "grades.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (straight.parent / "grades.txt").read_text() == stdout
+
+    resumed = tmp_path / "resumed" / "grades.csv"
+    for n_records in (2, 5):
+        servers = kill_after(klass, resumed, n_records)
+        assert servers, "grade-all had started no fork server"
+        deadline = time.monotonic() + 10
+        while any(os.path.exists(f"/proc/{pid}") and not _zombie(pid) for pid in servers):
+            assert time.monotonic() < deadline, "a fork server outlived the grader killed with kill -9"
+            time.sleep(0.05)
+        partial = rows(resumed)
+        assert partial[0] == expected[0]
+        assert all(row in expected for row in partial[1:]), "a row of the killed run differs or is half written"
+        # The record is written first, then the CSV: a kill between the two leaves the CSV one behind.
+        assert n_records - 1 <= len(partial) - 1 <= len(records(resumed))
+
+    done_before = {name: (resumed.parent / "grades-results" / name).stat().st_mtime_ns for name in records(resumed)}
+    code, stdout, stderr = run(klass, resumed)
+    assert code == 0, stderr
+    assert f"{len(done_before)} already graded, {9 - len(done_before)} to grade" in stderr
+    assert rows(resumed) == expected and resumed.read_bytes() == straight.read_bytes()
+    for name, mtime in done_before.items():  # not graded again
+        assert (resumed.parent / "grades-results" / name).stat().st_mtime_ns == mtime, name
+    assert not [p for p in resumed.parent.rglob(".tmp-*")], "a temporary file was left behind"
+
+    # Nothing left to do; then a student hands in again and only that student is graded again.
+    code, _, stderr = run(klass, resumed)
+    assert code == 0 and "9 already graded, 0 to grade" in stderr, stderr
+    shutil.copy(klass / "ada" / "attention_lab" / "causal.py",
+                klass / "cy" / "attention_lab" / "causal.py")
+    code, _, stderr = run(klass, resumed)
+    assert code == 0 and "8 already graded, 1 to grade" in stderr, stderr
+    assert {r[0]: r for r in rows(resumed)}["cy"][1] == str(full)
+
+
+def _zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except OSError:
+        return True
+
+
+def test_a_grader_failure_keeps_the_row_says_why_and_is_retried(klass, tmp_path, monkeypatch):
+    real = grade_all_module.grade
+
+    def flaky(path, **kwargs):
+        if path.name == "bob":
+            raise GradingError("the fork server did not start")
+        return real(path, **kwargs)
+
+    out = tmp_path / "grades.csv"
+    monkeypatch.setattr(grade_all_module, "grade", flaky)
+    assert grade_all(klass, out, stages=STAGES, timeout_s=3, log=lambda _: None) == 1
+    bob = {r[0]: r for r in rows(out)}["bob"]
+    assert bob[1:2] == [""] and "grading failed, not the submission's fault" in bob[-1]
+    assert "bob.json" not in records(out)
+    monkeypatch.setattr(grade_all_module, "grade", real)
+    messages = []
+    assert grade_all(klass, out, stages=STAGES, timeout_s=3, log=messages.append) == 0
+    assert "8 already graded, 1 to grade" in messages[-2]
+    assert {r[0]: r for r in rows(out)}["bob"][1] == "0"
+
+
+def test_what_is_not_a_class_is_refused_by_name(tmp_path, root):
+    with pytest.raises(UsageError, match="looks like one submission"):
+        discover(root / "solutions")
+    with pytest.raises(UsageError, match="holds no submission"):
+        discover(tmp_path)
+    (tmp_path / "ann").mkdir()
+    (tmp_path / "ann.zip").write_bytes(b"")
+    with pytest.raises(UsageError, match="two entries for ann"):
+        discover(tmp_path)
+
+
+def test_a_second_grade_all_on_the_same_records_is_refused(klass, tmp_path):
+    import fcntl
+
+    out = tmp_path / "grades.csv"
+    (tmp_path / "grades-results").mkdir()
+    fd = os.open(tmp_path / "grades-results" / ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        code, _, stderr = run(klass, out)
+    finally:
+        os.close(fd)
+    assert code == 2 and "another grade-all is writing to" in stderr, stderr
+
+
+def test_the_csv_keeps_a_row_for_every_student_in_name_order():
+    from autograder.grade_all import Entry
+
+    entries = [Entry(n, None) for n in ("a", "b", "c")]
+    recs = {"c": {"extra_data": {"stage_points": {"1": 11}, "problem": ""}}}
+    text = csv_text(entries, recs, [1], {"a": "grading failed"})
+    assert text == "student,total,out_of,stage1,problem\na,,11,,grading failed\nc,11,11,11,\n"
+
+
+def test_the_summary_counts_every_score_once():
+    counts, edges = bins([0, 5, 85, 86, 86], 86)
+    assert sum(counts) == 5 and edges[0] == 0 and edges[-1] == 86 and counts[-1] == 3 and counts[0] == 2
+    text = text_summary([("a", 86, {1: 11}), ("b", 0, {1: 0})], 86, {1: 11})
+    assert "2 students graded, out of 86 points" in text and "full marks: 1   zero: 1" in text
+    assert "1 attention without trainable weights" in text
+
+
+def test_progress_shows_count_rate_and_time_left():
+    import io
+
+    now = [100.0]
+    stream = io.StringIO()
+    progress = Progress(10, done=4, stream=stream, every_s=0, clock=lambda: now[0])
+    now[0] += 2.0
+    progress.advance("ann 86")
+    progress.advance("bob 0")
+    line = stream.getvalue().splitlines()[-1]
+    assert " 6/10" in line and "1.0/s" in line and "0:04 left" in line and "bob 0" in line, line

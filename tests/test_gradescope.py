@@ -1,0 +1,175 @@
+"""The Gradescope export, run as Gradescope runs it: unzipped into a folder laid out like
+/autograder, with run_autograder grading what lies in submission/."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import jsonschema
+import pytest
+
+from autograder.registry import REGISTRY, all_checks, max_points
+
+STAGES = [1, 3]  # two stages keep it fast; stage 3 has a visible check, stage 1 none
+
+# Gradescope's results.json, field by field as its documentation lists them ("Output format"):
+# https://gradescope-autograders.readthedocs.io/en/latest/specs/
+# additionalProperties is false at both levels, so a misspelt key fails here, not on Gradescope.
+VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
+FORMAT = {"enum": ["text", "simple_format", "html", "md", "ansi"]}
+TEST = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "number"},
+        "max_score": {"type": "number"},
+        "status": {"enum": ["passed", "failed"]},
+        "name": {"type": "string"},
+        "name_format": FORMAT,
+        "number": {"type": "string"},
+        "output": {"type": "string"},
+        "output_format": FORMAT,
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "visibility": VISIBILITY,
+        "extra_data": {"type": "object"},
+    },
+    "additionalProperties": False,
+}
+RESULTS_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "properties": {
+        "score": {"type": "number"},
+        "execution_time": {"type": "number"},
+        "output": {"type": "string"},
+        "output_format": FORMAT,
+        "test_output_format": FORMAT,
+        "test_name_format": FORMAT,
+        "visibility": VISIBILITY,
+        "stdout_visibility": VISIBILITY,
+        "extra_data": {"type": "object"},
+        "tests": {"type": "array", "items": TEST},
+        "leaderboard": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "value": {"type": ["number", "string"]},
+                           "order": {"enum": ["asc", "desc"]}},
+            "required": ["name", "value"],
+            "additionalProperties": False,
+        }},
+    },
+    "anyOf": [{"required": ["score"]}, {"required": ["tests"]}],  # a score, at the top or per test
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, root):
+    """The zip, written by the CLI as an instructor would."""
+    out = tmp_path_factory.mktemp("export") / "autograder.zip"
+    stages = [arg for n in STAGES for arg in ("--stage", str(n))]
+    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "export", "gradescope", "--out", str(out), *stages],
+                          capture_output=True, text=True, timeout=120, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {out}" in proc.stderr and f"{sum(max_points(n) for n in STAGES)} points" in proc.stderr
+    return out
+
+
+def unzip(archive, dest):
+    """Unpack with the modes the zip records, as Gradescope's unzip does (zipfile drops them)."""
+    with zipfile.ZipFile(archive) as z:
+        for info in z.infolist():
+            z.extract(info, dest)
+            os.chmod(dest / info.filename, info.external_attr >> 16 & 0o7777)
+
+
+def autograde(exported, tmp_path, fill, break_kit=None):
+    """Run run_autograder on a submission folder that ``fill`` fills; (process, results.json)."""
+    root = tmp_path / "autograder"
+    unzip(exported, root / "source")
+    (root / "submission").mkdir()
+    (root / "results").mkdir()
+    fill(root / "submission")
+    if break_kit:
+        break_kit(root / "source" / "kit")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the shipped kit, nothing else
+    env.update(AUTOGRADER_ROOT=str(root), ATTENTION_LAB_PYTHON=sys.executable)
+    proc = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
+                          text=True, timeout=600)
+    results = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(results, RESULTS_SCHEMA)
+    return proc, results
+
+
+def stage_of(test):
+    return REGISTRY[test["number"]].stage
+
+
+def test_reference_gets_full_marks_with_each_checks_visibility(exported, tmp_path, root):
+    proc, results = autograde(exported, tmp_path, lambda sub: shutil.copytree(
+        root / "solutions" / "attention_lab", sub / "attention_lab"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"with the kit in {tmp_path / 'autograder' / 'source' / 'kit'}" in proc.stdout  # not the checkout's
+    assert results["score"] == sum(max_points(n) for n in STAGES)
+    assert [t["number"] for t in results["tests"]] == [c.id for c in all_checks(set(STAGES))]
+    for t in results["tests"]:
+        assert t["status"] == "passed" and t["score"] == t["max_score"], t
+        assert t["visibility"] == REGISTRY[t["number"]].visibility
+    assert {t["visibility"] for t in results["tests"]} == {"visible", "after_published"}
+
+
+def test_bare_module_files_grade_stage_by_stage(exported, tmp_path, root):
+    def fill(sub):  # a Gradescope upload: the files themselves, stage 3 still the stub
+        shutil.copy(root / "solutions" / "attention_lab" / "simple.py", sub)
+        shutil.copy(root / "assignments" / "attention_lab" / "causal.py", sub)
+
+    proc, results = autograde(exported, tmp_path, fill)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert results["score"] == max_points(1)
+    by_stage = {n: [t for t in results["tests"] if stage_of(t) == n] for n in STAGES}
+    assert by_stage[1] and all(t["status"] == "passed" for t in by_stage[1])
+    assert by_stage[3] and all(t["score"] == 0 and t["status"] == "failed" for t in by_stage[3])
+
+
+def test_empty_submission_tells_the_student_what_to_upload(exported, tmp_path):
+    proc, results = autograde(exported, tmp_path, lambda sub: None)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert results["score"] == 0
+    assert "could not be graded" in results["output"] and "attention_lab/" in results["output"]
+    assert "notebooks" in results["output"]
+    assert str(tmp_path) not in results["output"]  # the student's terms, not the machine's paths
+    assert [(t["score"], t["max_score"], t["visibility"]) for t in results["tests"]] == [
+        (0, max_points(n), "visible") for n in STAGES]
+
+
+def test_grader_failure_says_so_and_exits_1(exported, tmp_path, root):
+    proc, results = autograde(exported, tmp_path, lambda sub: shutil.copytree(
+        root / "solutions" / "attention_lab", sub / "attention_lab"),
+        break_kit=lambda kit: (kit / "autograder" / "golden" / "golden.pt").unlink())
+    assert proc.returncode == 1
+    assert results["score"] == 0 and "not your fault" in results["output"] and results["tests"] == []
+    assert "Traceback" in proc.stdout  # for the staff, in Gradescope's hidden stdout
+
+
+def test_zip_holds_the_scripts_and_the_kit_and_no_solutions(exported, tmp_path, root):
+    with zipfile.ZipFile(exported) as z:
+        names = z.namelist()
+        modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
+        golden = z.read("kit/autograder/golden/golden.pt")
+        config = json.loads(z.read("kit/gradescope.json"))
+        setup = z.read("setup.sh").decode()
+    assert not [n for n in names if "solutions" in n.split("/") or "__pycache__" in n or n.endswith(".pyc")]
+    shipped = {f"kit/{p.relative_to(root).as_posix()}" for p in (root / "autograder").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert shipped <= set(names)
+    assert golden == (root / "autograder" / "golden" / "golden.pt").read_bytes()
+    assert config == {"stages": STAGES}
+    pin = next(line.split("#")[0].strip() for line in (root / "constraints.txt").read_text().splitlines()
+               if line.startswith("torch=="))
+    assert f'"{pin}"' in setup and "--index-url https://download.pytorch.org/whl/cpu" in setup
+    unzip(exported, tmp_path)
+    for script in ("setup.sh", "run_autograder"):
+        assert modes[script] & 0o777 == 0o755
+        assert os.access(tmp_path / script, os.X_OK)
+        proc = subprocess.run(["bash", "-n", str(tmp_path / script)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
