@@ -237,3 +237,11 @@ def test_progress_shows_count_rate_and_time_left():
     progress.advance("bob 0")
     line = stream.getvalue().splitlines()[-1]
     assert " 6/10" in line and "1.0/s" in line and "0:04 left" in line and "bob 0" in line, line
+
+
+def test_the_class_benchmark_runs_end_to_end(capsys):
+    from autograder.bench_class import main as bench
+
+    bench(["--students", "4", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert "built 4 submissions" in out and "4 submissions in" in out and "(4 rows in the CSV)" in out, out

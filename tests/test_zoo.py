@@ -33,10 +33,8 @@ results.json must be well-formed, and the reference graded right after must get 
 """
 from __future__ import annotations
 
-import ast
 import fnmatch
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -47,47 +45,8 @@ from autograder.grade import grade
 from autograder.registry import all_checks
 from autograder.report import gradescope_results, write_json
 from autograder.submission import STAGE_OF
+from autograder.zoo import CORRECT, HOSTILE, WRONG, ZOO, assemble, read_entry, stages_for  # noqa: F401
 
-ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = ROOT / "solutions" / "attention_lab"
-ZOO = Path(__file__).resolve().parent / "zoo"
-
-
-def read_entry(path: Path) -> dict:
-    """The fragment's docstring and constants, read without running it (it needs its module)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    entry = dict(ENTRY_DEFAULTS, doc=ast.get_docstring(tree))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            if name in ENTRY_DEFAULTS:
-                entry[name] = ast.literal_eval(node.value)
-    return entry
-
-
-ENTRY_DEFAULTS = {"MODULE": None, "LOSES": [], "MENTIONS": None, "ONLY": False, "STAGES": None, "TIMEOUT": 3,
-                  "BOUND": 60, "FILES": {}, "NEEDS_ROOT": None, "LIMITS": {}}
-
-
-def stages_for(module: str) -> set[int]:
-    return {STAGE_OF[module]} | ({4} if module == "causal" else set())
-
-
-WRONG = sorted((ZOO / "wrong").glob("*.py"))
-CORRECT = sorted((ZOO / "correct").glob("*.py"))
-HOSTILE = sorted((ZOO / "hostile").glob("*.py"))
-
-
-def assemble(path: Path, entry: dict, folder: Path) -> Path:
-    """A submission: the reference, with the entry appended to its module, plus its extra files."""
-    package = folder / "attention_lab"
-    shutil.copytree(SOLUTIONS, package, ignore=shutil.ignore_patterns("__pycache__"))
-    target = package / f"{entry['MODULE']}.py"
-    target.write_text(target.read_text() + f"\n\n# ---- zoo entry {path.stem} ----\n" + path.read_text())
-    for name, text in entry["FILES"].items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
-    return folder
 
 
 def grade_entry(path: Path, tmp_path: Path):
