@@ -8,7 +8,7 @@ What is done is what is on disk. Each graded student gets ``<json-dir>/<student>
 (Gradescope's results.json, with the kit's bookkeeping in ``extra_data``), written atomically;
 the class CSV is then rewritten atomically from those records. A run killed at any moment, by
 ``kill -9`` too, leaves whole records and a valid CSV; the next run reuses every record whose
-fingerprints match (the student's files, the kit, the stages and devices graded) and grades
+fingerprints match (the student's files, the kit, the stages, devices and timeout graded) and grades
 the rest. A submission that changed since is graded again.
 
 Speed: ``--jobs`` worker threads, each with a ``ForkServer`` that imported torch once, so a
@@ -35,6 +35,7 @@ from .forkserver import ForkServer, GradingError
 from .grade import SubmissionError, available_devices, grade
 from .progress import Progress
 from .registry import STAGES, max_points
+from .runner import TASK_TIMEOUT_S
 from .report import TEMPORARY, gradescope_results, stage_totals, write_atomically, write_json
 from .summary import histogram_png, text_summary
 from .workspace import KIT_PACKAGE
@@ -183,9 +184,10 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
         os.close(lock)
         raise UsageError(f"another grade-all is writing to {json_dir}; wait for it, or pass another --json-dir")
     try:
-        for stale in [*json_dir.glob(TEMPORARY + "*"), *out.parent.glob(TEMPORARY + out.name + ".*")]:
+        for stale in [*json_dir.glob(TEMPORARY + "*"), *out.parent.glob(TEMPORARY + out.stem + ".*")]:
             stale.unlink(missing_ok=True)  # left by a run killed while writing
-        key = {"kit": kit_fingerprint(), "stages": stages, "devices": sorted(available_devices())}
+        key = {"kit": kit_fingerprint(), "stages": stages, "devices": sorted(available_devices()),
+               "timeout": timeout_s or TASK_TIMEOUT_S}  # a hang's cost depends on it
         records, todo = {}, []
         for e in entries:
             record = load_record(json_dir / f"{e.student}.json")
