@@ -203,14 +203,14 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
         failed = {}
         write_atomically(out, csv_text(entries, records, stages, failed))
         if todo:
-            failed = _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, log)
+            failed = _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s)
         _summarise(entries, records, stages, failed, out, picture, summary_path, log)
         return len(failed)
     finally:
         os.close(lock)
 
 
-def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, log):
+def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s):
     """Grade ``todo`` ((entry, key) pairs) with ``jobs`` workers; this thread alone writes files."""
     jobs = min(jobs, len(todo))
     threads = max(1, (os.cpu_count() or 1) // jobs)  # torch threads per child: no oversubscription

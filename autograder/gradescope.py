@@ -19,17 +19,16 @@ the image, then runs ``run_autograder`` as root for every submission, which must
 from __future__ import annotations
 
 import argparse
+import io
 import json
-import os
 import stat
 import sys
-import tempfile
 import traceback
 import zipfile
 from pathlib import Path
 
 from .registry import STAGES
-from .report import write_json
+from .report import write_atomically, write_json
 from .workspace import KIT_PACKAGE, KIT_PARENT as KIT_ROOT
 
 CONFIG = "gradescope.json"
@@ -83,21 +82,14 @@ def export(out_zip, stages=None):
     for path in sorted([*KIT_PACKAGE.rglob("*.py"), KIT_PACKAGE / "golden" / "golden.pt"]):
         files["kit/" + path.relative_to(KIT_ROOT).as_posix()] = (path.read_bytes(), 0o644)
 
-    out_zip = Path(out_zip)
-    out_zip.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out_zip.parent, prefix=f".{out_zip.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
-            for name, (content, mode) in files.items():
-                info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))  # same kit, same bytes
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.external_attr = (stat.S_IFREG | mode) << 16  # unzip restores the modes from here
-                z.writestr(info, content)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would surprise whoever uploads it
-        os.replace(tmp, out_zip)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, (content, mode) in files.items():
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))  # same kit, same bytes
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (stat.S_IFREG | mode) << 16  # unzip restores the modes from here
+            z.writestr(info, content)
+    write_atomically(out_zip, buffer.getvalue())
     return list(files)
 
 

@@ -66,26 +66,27 @@ def gradescope_results(results, seconds):
     }
 
 
+TEMPORARY = ".tmp-"  # what a killed writer may leave behind: safe to delete
+
+
 def write_json(data, path):
     """Write atomically: a reader never sees half a file, a crash leaves the old one."""
     write_atomically(path, json.dumps(data, indent=2) + "\n")
 
 
-def write_atomically(path, text):
-    """Write ``text`` to a temporary file beside ``path``, flush it to disk, then rename it over
-    ``path``: whenever the process dies, ``path`` holds the old content or the new, never half."""
+def write_atomically(path, content):
+    """Write ``content`` (text or bytes) to a temporary file beside ``path``, flush it to disk,
+    then rename it over ``path``: whenever the process dies, ``path`` holds the old content or the
+    new, never half. The file is the writer's alone (0600): grades and feedback stay private."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMPORARY}{path.name}.")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content.encode() if isinstance(content, str) else content)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-TEMPORARY = ".tmp-"  # what a killed writer may leave behind: safe to delete

@@ -17,6 +17,7 @@ from autograder.grade_all import UsageError, csv_text, discover, grade_all
 from autograder.progress import Progress
 from autograder.registry import max_points
 from autograder.summary import bins, text_summary
+from autograder.workspace import proc_stat
 
 STAGES = [1, 3]  # enough to tell right from wrong, quick to grade
 SLOW = "import time\ntime.sleep(0.6)  # a slow import: the kill lands while the class is being graded\n"
@@ -69,15 +70,7 @@ def records(out):
 
 
 def children_of(pid):
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                if name.isdigit() and int(f.read().rsplit(b")", 1)[1].split()[1]) == pid:
-                    found.append(int(name))
-        except (OSError, IndexError, ValueError):
-            pass
-    return found
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and (proc_stat(p) or [0, 0])[1] == str(pid).encode()]
 
 
 def kill_after(folder, out, n_records):
@@ -127,7 +120,7 @@ def test_a_class_killed_twice_and_resumed_gives_the_csv_of_one_uninterrupted_run
         servers = kill_after(klass, resumed, n_records)
         assert servers, "grade-all had started no fork server"
         deadline = time.monotonic() + 10
-        while any(os.path.exists(f"/proc/{pid}") and not _zombie(pid) for pid in servers):
+        while any((proc_stat(pid) or [b"Z"])[0] != b"Z" for pid in servers):  # gone, or a zombie
             assert time.monotonic() < deadline, "a fork server outlived the grader killed with kill -9"
             time.sleep(0.05)
         partial = rows(resumed)
@@ -153,14 +146,6 @@ def test_a_class_killed_twice_and_resumed_gives_the_csv_of_one_uninterrupted_run
     code, _, stderr = run(klass, resumed)
     assert code == 0 and "8 already graded, 1 to grade" in stderr, stderr
     assert {r[0]: r for r in rows(resumed)}["cy"][1] == str(full)
-
-
-def _zombie(pid):
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-    except OSError:
-        return True
 
 
 def test_a_grader_failure_keeps_the_row_says_why_and_is_retried(klass, tmp_path, monkeypatch):
