@@ -36,7 +36,7 @@ from .grade import SubmissionError, available_devices, grade
 from .progress import Progress
 from .registry import STAGES, max_points
 from .runner import TASK_TIMEOUT_S
-from .report import TEMPORARY, gradescope_results, stage_totals, write_atomically, write_json
+from .report import TEMPORARY, gradescope_results, stage_totals, ungradable_results, write_atomically, write_json
 from .summary import histogram_png, text_summary
 from .workspace import KIT_PACKAGE
 
@@ -121,9 +121,9 @@ def grade_one(entry, key, server, timeout_s):
         graded = grade(entry.path, stages=set(key["stages"]), devices=key["devices"], timeout_s=timeout_s,
                        server=server)
     except SubmissionError as exc:
+        record = ungradable_results(f"Not graded: {exc}", exc, key["stages"])
         zero = {str(s): 0 for s in key["stages"]}
-        record = {"score": 0, "output": f"Not graded: {exc}", "tests": [],
-                  "extra_data": {**bookkeeping, "stage_points": zero, "problem": str(exc), "seconds": 0}}
+        record["extra_data"] = {**bookkeeping, "stage_points": zero, "problem": str(exc), "seconds": 0}
         return Outcome(entry, record, str(exc))
     except GradingError as exc:
         return Outcome(entry, None, f"grading failed, not the submission's fault: {exc}")

@@ -101,8 +101,7 @@ def configured_stages():
 def results_for(submission):
     """Gradescope's results.json for ``submission``. Raises when the grader itself fails."""
     from .grade import SubmissionError, grade  # imports torch: a broken install is the grader's failure
-    from .registry import max_points
-    from .report import gradescope_results, render_table
+    from .report import gradescope_results, render_table, ungradable_results
 
     stages = configured_stages()
     print(f"attention-lab: grading {submission}, stages {', '.join(map(str, stages))}, with the kit in {KIT_ROOT}")
@@ -111,12 +110,8 @@ def results_for(submission):
     except SubmissionError as exc:
         why = str(exc).replace(str(Path(submission).resolve()), "your upload")
         print(f"attention-lab: cannot grade the submission: {exc}")
-        # One failed test per stage: the student sees what each stage was worth and why it got nothing.
-        return {"score": 0, "output": f"Your submission could not be graded. {UPLOAD}\n\nThe grader said: {why}",
-                "stdout_visibility": "hidden",
-                "tests": [{"name": f"Stage {n}: {STAGES[n].title}", "number": f"s{n}", "score": 0,
-                           "max_score": max_points(n), "status": "failed", "output": f"not graded: {why}",
-                           "visibility": "visible"} for n in stages]}
+        return ungradable_results(f"Your submission could not be graded. {UPLOAD}\n\nThe grader said: {why}",
+                                  why, stages)
     print(render_table(graded.results, graded.seconds))  # for the staff: stdout stays hidden from students
     return gradescope_results(graded.results, graded.seconds)
 

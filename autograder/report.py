@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .registry import STAGES
+from .registry import STAGES, max_points
 
 
 def stage_totals(results):
@@ -63,6 +63,19 @@ def gradescope_results(results, seconds):
             }
             for r in results
         ],
+    }
+
+
+def ungradable_results(output, why, stages):
+    """results.json for a submission that could not be graded at all: score 0, ``output`` on top,
+    and one failed test per stage, so the student sees what each stage was worth and why it got nothing."""
+    return {
+        "score": 0,
+        "output": output,
+        "stdout_visibility": "hidden",
+        "tests": [{"name": f"Stage {n}: {STAGES[n].title}", "number": f"s{n}", "score": 0,
+                   "max_score": max_points(n), "status": "failed", "output": f"not graded: {why}",
+                   "visibility": "visible"} for n in stages],
     }
 
 
