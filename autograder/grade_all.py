@@ -37,6 +37,7 @@ from .progress import Progress
 from .registry import STAGES, max_points
 from .runner import TASK_TIMEOUT_S
 from .report import TEMPORARY, gradescope_results, stage_totals, ungradable_results, write_atomically, write_json
+from .submission import holds_code
 from .summary import histogram_png, text_summary
 from .workspace import KIT_PACKAGE
 
@@ -67,7 +68,7 @@ def discover(folder: Path, skip=()):
     """(entries sorted by student, names left out). Raises UsageError when ``folder`` is no class."""
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder of submissions")
-    if (folder / "attention_lab").is_dir() or any((folder / f"{s.module}.py").is_file() for s in STAGES.values()):
+    if holds_code(folder):
         raise UsageError(f"{folder} looks like one submission; grade-all wants a folder with one entry per "
                          "student (use `attention-lab grade` for one)")
     skip = {p.resolve() for p in skip}
@@ -149,6 +150,11 @@ def load_record(path: Path):
 # ---------------------------------------------------------------- the class
 
 
+def stage_points(record, stages):
+    """{stage: points} of a student's record, for ``stages``."""
+    return {s: record["extra_data"]["stage_points"].get(str(s), 0) for s in stages}
+
+
 def csv_text(entries, records, stages, failed):
     """The class CSV: one row per student, in name order; a student the grader failed on has
     empty points and the reason, so that no row silently goes missing."""
@@ -158,9 +164,8 @@ def csv_text(entries, records, stages, failed):
     out_of = sum(max_points(s) for s in stages)
     for e in entries:
         if e.student in records:
-            extra = records[e.student]["extra_data"]
-            points = [extra["stage_points"].get(str(s), 0) for s in stages]
-            writer.writerow([e.student, sum(points), out_of, *points, extra["problem"]])
+            points = list(stage_points(records[e.student], stages).values())
+            writer.writerow([e.student, sum(points), out_of, *points, records[e.student]["extra_data"]["problem"]])
         elif e.student in failed:
             writer.writerow([e.student, "", out_of, *[""] * len(stages), failed[e.student]])
     return out.getvalue()
@@ -262,9 +267,8 @@ def _worker(work, done, meta, timeout_s, threads):
 
 def _summarise(entries, records, stages, failed, out, picture, summary_path, log):
     out_of = sum(max_points(s) for s in stages)
-    rows = [(e.student, sum(records[e.student]["extra_data"]["stage_points"].get(str(s), 0) for s in stages),
-             {s: records[e.student]["extra_data"]["stage_points"].get(str(s), 0) for s in stages})
-            for e in entries if e.student in records]
+    points = {e.student: stage_points(records[e.student], stages) for e in entries if e.student in records}
+    rows = [(student, sum(p.values()), p) for student, p in points.items()]
     text = text_summary(rows, out_of, {s: max_points(s) for s in stages}, problems=sorted(failed))
     write_atomically(summary_path, text)
     tmp = picture.with_name(TEMPORARY + picture.name)

@@ -36,6 +36,16 @@ MODULE_FILES = [f"{m}.py" for m in STAGE_OF]
 IGNORED = ("__MACOSX", "__pycache__", ".ipynb_checkpoints")  # what archivers and Jupyter add
 
 
+def holds_modules(folder: Path) -> bool:
+    """Does ``folder`` hold a module file of the lab (``simple.py``, ...) itself?"""
+    return any((folder / m).is_file() for m in MODULE_FILES)
+
+
+def holds_code(folder: Path) -> bool:
+    """Is ``folder`` a submission's code: the folder that holds ``attention_lab/``, or the module files?"""
+    return (folder / "attention_lab").is_dir() or holds_modules(folder)
+
+
 class SubmissionError(Exception):
     """The submission cannot be graded at all (missing or malformed): a message for the user."""
 
@@ -84,7 +94,7 @@ def open_submission(path) -> Submission:
         sub = _from_notebooks(found, package, required=False)
         if sub.replaced:
             return sub
-    if package is None and any((path / m).is_file() for m in MODULE_FILES):
+    if package is None and holds_modules(path):
         return _from_package(path)  # the module files themselves
     if package is None:
         raise SubmissionError(f"{path} has no attention_lab/ folder and no notebook of the course; pass the "
@@ -95,8 +105,7 @@ def open_submission(path) -> Submission:
 def _descend(folder: Path, depth=4) -> Path:
     """Through folders that hold nothing but one folder, to where the work is."""
     for _ in range(depth):
-        if (folder / "attention_lab").is_dir() or any((folder / m).is_file() for m in MODULE_FILES) \
-                or any(folder.glob("*.ipynb")):
+        if holds_code(folder) or any(folder.glob("*.ipynb")):
             return folder
         inside = [p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED]
         if len(inside) != 1 or not inside[0].is_dir() or inside[0].is_symlink():
@@ -131,7 +140,7 @@ def unzip(archive: Path, dest: Path):
 
 
 def _from_package(package: Path) -> Submission:
-    if not any((package / m).is_file() for m in MODULE_FILES):
+    if not holds_modules(package):
         raise SubmissionError(f"{package} holds none of {', '.join(MODULE_FILES)}")
     return Submission(package, origins={m: f"attention_lab/{m}.py" for m in STAGE_OF
                                         if (package / f"{m}.py").is_file()})
