@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from . import forms
 from .golden import GOLDEN_PATH, compute_golden, serialize
 from .registry import STAGES, max_points
 
@@ -151,6 +152,9 @@ def build(root: Path = KIT_ROOT, golden=True, log=print):
         GOLDEN_PATH.parent.mkdir(exist_ok=True)
         GOLDEN_PATH.write_bytes(serialize(compute_golden(root / "solutions")))
         log(f"wrote {GOLDEN_PATH.relative_to(root)}")
+        log("computing the forms of every probe's observations from solutions/ ...")
+        forms.FORMS_PATH.write_text(forms.serialize(forms.compute_forms(root / "solutions")))
+        log(f"wrote {forms.FORMS_PATH.relative_to(root)}")
 
 
 def drift(root: Path = KIT_ROOT, golden=True) -> list[str]:
@@ -162,7 +166,15 @@ def drift(root: Path = KIT_ROOT, golden=True) -> list[str]:
     problems += [f"assignments/attention_lab/{n} has no source in solutions/" for n in sorted(stale)]
     if golden:
         problems += golden_drift(compute_golden(root / "solutions"), torch.load(GOLDEN_PATH, weights_only=True))
+        problems += forms_drift(forms.compute_forms(root / "solutions"))
     return problems
+
+
+def forms_drift(fresh) -> list[str]:
+    """What differs between the stored forms of the probes' observations and ``fresh`` ones."""
+    stored = forms.FORMS_PATH.read_text() if forms.FORMS_PATH.exists() else ""
+    return [] if stored == forms.serialize(fresh) else [
+        f"{forms.FORMS_PATH.relative_to(KIT_ROOT)} differs from the forms of the reference's observations"]
 
 
 def golden_drift(fresh, stored, path="golden"):

@@ -27,7 +27,7 @@ import os
 import queue
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -59,6 +59,7 @@ class Outcome:
     entry: Entry
     record: dict | None  # None: the grader failed (not the student's fault); graded again next run
     problem: str = ""
+    grader_errors: list = field(default_factory=list)  # (check id, device, traceback) of a record to regrade
 
 
 # ---------------------------------------------------------------- what there is to grade
@@ -107,7 +108,7 @@ def fingerprint(path: Path) -> str:
 def kit_fingerprint() -> str:
     """sha256 of the grader itself (its code and golden data): a record from another kit is stale."""
     digest = hashlib.sha256()
-    for p in sorted([*KIT_PACKAGE.rglob("*.py"), *KIT_PACKAGE.rglob("*.pt")]):
+    for p in sorted([*KIT_PACKAGE.rglob("*.py"), *(KIT_PACKAGE / "golden").glob("*.*")]):
         digest.update(str(p.relative_to(KIT_PACKAGE)).encode() + b"\0" + p.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -130,13 +131,21 @@ def grade_one(entry, key, server, timeout_s):
         return Outcome(entry, None, f"grading failed, not the submission's fault: {exc}")
     record = gradescope_results(graded.results, graded.seconds)
     points = {str(stage): p for stage, (p, *_) in stage_totals(graded.results).items()}
-    record["extra_data"] = {**bookkeeping, "stage_points": points, "problem": "", "seconds": round(graded.seconds, 2)}
-    return Outcome(entry, record)
+    problem = (f"grader error in {', '.join(graded.regrade)} (not the student's fault): those checks count 0 "
+               "until a fixed kit grades this row again" if graded.regrade else "")
+    record["extra_data"] = {**bookkeeping, "stage_points": points, "problem": problem, "regrade": graded.regrade,
+                            "seconds": round(graded.seconds, 2)}
+    return Outcome(entry, record, problem, graded.grader_errors)
 
 
-def reusable(record, key):
+def reusable(record, key, keep_records=False):
+    """Is a student's record still their grade? Not when it is marked for a regrade (the grader failed
+    on a check), nor when anything it was graded from has changed; with ``keep_records``, a record of
+    an earlier kit is kept, so that a fixed kit grades only the rows it must."""
     extra = (record or {}).get("extra_data") or {}
-    return all(extra.get(k) == v for k, v in key.items())
+    if extra.get("regrade"):
+        return False
+    return all(extra.get(k) == v for k, v in key.items() if not (keep_records and k == "kit"))
 
 
 def load_record(path: Path):
@@ -171,8 +180,9 @@ def csv_text(entries, records, stages, failed):
     return out.getvalue()
 
 
-def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None, log=None):
-    """Grade every student in ``folder``; returns the number the grader failed on (0: all done)."""
+def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None, log=None, keep_records=False):
+    """Grade every student in ``folder``; returns the number of students the grader failed on, in
+    whole or in some checks (0: all done)."""
     folder, out = Path(folder).expanduser().resolve(), Path(out).expanduser().resolve()
     json_dir = Path(json_dir).expanduser().resolve() if json_dir else out.with_name(out.stem + "-results")
     picture, summary_path = out.with_suffix(".png"), out.with_suffix(".txt")
@@ -197,7 +207,7 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
         for e in entries:
             record = load_record(json_dir / f"{e.student}.json")
             key_e = {**key, "fingerprint": fingerprint(e.path)}
-            if reusable(record, key_e):
+            if reusable(record, key_e, keep_records):
                 records[e.student] = record
             else:
                 todo.append((e, key_e))
@@ -210,7 +220,7 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
         if todo:
             failed = _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s)
         _summarise(entries, records, stages, failed, out, picture, summary_path, log)
-        return len(failed)
+        return len(failed) + sum(bool(r["extra_data"].get("regrade")) for r in records.values())
     finally:
         os.close(lock)
 
@@ -233,6 +243,8 @@ def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s):
     for _ in range(len(todo)):
         outcome = done.get()
         student = outcome.entry.student
+        for check_id, device, trace in outcome.grader_errors:  # for the instructor, never in a record
+            progress.say(f"{student}: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
         if outcome.record is None:
             failed[student] = outcome.problem
             progress.say(f"{student}: {outcome.problem}")
@@ -269,7 +281,8 @@ def _summarise(entries, records, stages, failed, out, picture, summary_path, log
     out_of = sum(max_points(s) for s in stages)
     points = {e.student: stage_points(records[e.student], stages) for e in entries if e.student in records}
     rows = [(student, sum(p.values()), p) for student, p in points.items()]
-    text = text_summary(rows, out_of, {s: max_points(s) for s in stages}, problems=sorted(failed))
+    regrade = [student for student in points if records[student]["extra_data"].get("regrade")]
+    text = text_summary(rows, out_of, {s: max_points(s) for s in stages}, problems=sorted(failed), regrade=regrade)
     write_atomically(summary_path, text)
     tmp = picture.with_name(TEMPORARY + picture.name)
     why_not = histogram_png([total for _, total, _ in rows], out_of, tmp,
@@ -288,7 +301,8 @@ def run(args):
         print("attention-lab: --jobs must be at least 1", file=sys.stderr)
         return 2
     try:
-        failed = grade_all(args.submissions, args.out, args.json_dir, args.jobs, args.stage, args.timeout)
+        failed = grade_all(args.submissions, args.out, args.json_dir, args.jobs, args.stage, args.timeout,
+                           keep_records=args.keep_records)
     except UsageError as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
         return 2
@@ -297,7 +311,8 @@ def run(args):
               file=sys.stderr)
         return 130
     if failed:
-        print(f"attention-lab: the grader failed on {failed} submission(s) (see the problem column); "
-              "run the same command again to retry them", file=sys.stderr)
+        print(f"attention-lab: the grader failed on {failed} submission(s), in whole or in some checks (see the "
+              "problem column); run the same command again to grade them again (after a fix of the kit, add "
+              "--keep-records to grade only those)", file=sys.stderr)
         return 1
     return 0

@@ -79,7 +79,7 @@ def export(out_zip, stages=None):
         "kit/constraints.txt": (constraints.read_bytes(), 0o644),
         "kit/" + CONFIG: (json.dumps({"stages": stages}) + "\n", 0o644),
     }
-    for path in sorted([*KIT_PACKAGE.rglob("*.py"), KIT_PACKAGE / "golden" / "golden.pt"]):
+    for path in sorted([*KIT_PACKAGE.rglob("*.py"), *(KIT_PACKAGE / "golden").glob("*.*")]):
         files["kit/" + path.relative_to(KIT_ROOT).as_posix()] = (path.read_bytes(), 0o644)
 
     buffer = io.BytesIO()
@@ -113,6 +113,8 @@ def results_for(submission):
         return ungradable_results(f"Your submission could not be graded. {UPLOAD}\n\nThe grader said: {why}",
                                   why, stages)
     print(render_table(graded.results, graded.seconds))  # for the staff: stdout stays hidden from students
+    for check_id, device, trace in graded.grader_errors:
+        print(f"attention-lab: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
     return gradescope_results(graded.results, graded.seconds)
 
 
@@ -122,7 +124,8 @@ def main(argv=None):
     parser.add_argument("--root", type=Path, default=Path("/autograder"), help="Gradescope's folder (/autograder)")
     args = parser.parse_args(argv)
     try:
-        data, code = results_for(args.root / "submission"), 0
+        data = results_for(args.root / "submission")
+        code = 1 if data.get("extra_data", {}).get("regrade") else 0  # graded, but some checks need a fixed kit
     except Exception:  # GradingError, or anything unexpected: never the student's fault
         traceback.print_exc(file=sys.stdout)
         data = {"score": 0, "output": GRADER_FAILED, "stdout_visibility": "hidden", "tests": []}

@@ -22,15 +22,23 @@ def get(obs, *keys):
     return obs
 
 
-def expect_close(actual, expected, what, atol=ATOL, rtol=RTOL, reveal=False):
+LAYER = torch.float32  # what the probes feed layers: a layer's output keeps its input's dtype
+
+
+def expect_close(actual, expected, what, atol=ATOL, rtol=RTOL, reveal=False, dtype=None):
+    """``actual`` equals ``expected`` up to rounding; with ``dtype``, it also has that dtype (a layer's
+    output: a float64 table or constant inside it would make every layer after it float64, or fail)."""
+    if dtype is not None and actual.dtype != dtype:
+        raise Fail(f"{what} has dtype {str(actual.dtype).replace('torch.', '')} for an input of dtype "
+                   f"{str(dtype).replace('torch.', '')}; a layer's output keeps its input's dtype")
     problem = describe_mismatch(actual, expected, what, atol=atol, rtol=rtol, reveal=reveal)
     if problem:
         raise Fail(problem)
 
 
-def expect_book(actual, printed, what):
+def expect_book(actual, printed, what, dtype=None):
     """Against the chapter's printed numbers (public, so the expected values are shown)."""
-    expect_close(actual, printed, what, atol=PRINTED, rtol=0, reveal=True)
+    expect_close(actual, printed, what, atol=PRINTED, rtol=0, reveal=True, dtype=dtype)
 
 
 def expect_book_batch(obs, printed, call):
@@ -39,13 +47,13 @@ def expect_book_batch(obs, printed, call):
     expect(out.dim() == 3 and out.shape[0] == 2,
            f"{call} has shape {tuple(out.shape)}, expected (2, 6, {printed.shape[-1]})")
     for b in range(2):
-        expect_book(out[b], printed, f"{call}[{b}]")
+        expect_book(out[b], printed, f"{call}[{b}]", dtype=LAYER)
 
 
 def expect_golden(obs, golden, cases, what):
     """Known-weights outputs against the reference's: ``cases`` maps observation keys to labels."""
     for key, label in cases.items():
-        expect_close(get(obs, key), golden[key], f"{what} output ({label})")
+        expect_close(get(obs, key), golden[key], f"{what} output ({label})", dtype=golden[key].dtype)
 
 
 def expect_rows_sum_to_one(weights, what):
@@ -59,12 +67,31 @@ def expect(condition, message):
         raise Fail(message)
 
 
+# The student's tensors may have any shape, dtype and values: these compare them without raising.
+
+def same(a, b):
+    """Exactly equal: the same shape, dtype and values."""
+    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+
+
+def close(a, b, atol=ATOL, rtol=RTOL):
+    """Equal up to rounding, compared in float64; tensors of different shapes are not close."""
+    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))
+
+
+def expect_dims(t, dims, what):
+    """``t`` has ``dims`` dimensions and at least one element, or the check fails saying so."""
+    expect(t.dim() == dims and t.numel() > 0, f"{what} has shape {tuple(t.shape)}; expected {dims} dimensions")
+
+
 def check_shapes(obs, configs, expected_shape):
     """Judge ``shape_reports``: shape, dtype and device follow the input; input untouched."""
+    by_name = {c["name"]: c for c in configs}
     for report in get(obs, "reports"):
-        cfg = next(c for c in configs if c["name"] == report["config"])
+        cfg = by_name.get(report["config"])
+        expect(cfg is not None, f"the shape report names a configuration the grader did not make: {report['config']!r}")
         label = f"{report['config']} ({report['dtype_in']} input)"
-        result = report["result"]
+        result = get(report, "result")
         if "error" in result:
             problem = describe_error(result["error"])
             raise Fail(problem if result["error"]["not_implemented"] else f"{label}: {problem}")
@@ -75,20 +102,26 @@ def check_shapes(obs, configs, expected_shape):
         expect(result["device"] == report["device_in"],
                f"{label}: output is on {result['device']} for an input on {report['device_in']}")
         if "input_after" in result:
-            expect(torch.equal(result["input_after"], result["input_before"]),
+            expect(same(result["input_after"], result["input_before"]),
                    f"{label}: forward modified its input x in place; work on new tensors")
 
 
 def check_leak(obs, what):
     leak = get(obs)
-    moved = leak["moved"]
+    moved, jac = leak["moved"], leak["jacobian"]
+    tokens = moved.shape[0] if moved.dim() == 1 else 0
+    expect(tokens > 1 and tuple(jac.shape) == (tokens, tokens), f"{what}: its output for {tokens or 'several'} tokens "
+           f"does not have one row per token (the gradient of the outputs by the inputs is {tuple(jac.shape)}), "
+           "so causality could not be measured; check the output's shape")
+    moved, jac = moved.double(), jac.double()
+    expect(bool(moved.isfinite().all() and jac.isfinite().all()),
+           f"{what} gives nan or inf, so whether a token sees later tokens could not be measured")
     tol = 1e-5 * max(1.0, leak["scale"])
     bad = (moved > tol).nonzero()
     if len(bad):
         t = int(bad[0])
         raise Fail(f"{what}: changing tokens {t} and later changed the output at an earlier position "
                    f"(by up to {moved[t].item():.3g}); a token must not see the tokens after it")
-    jac = leak["jacobian"]
     future = torch.triu(torch.ones_like(jac, dtype=torch.bool), diagonal=1)
     # Exactly zero for a -inf/-1e9 fill; multiply-and-renormalise leaves float rounding (~1e-8).
     limit = 1e-6 * max(float(jac.max()), 1e-12)
@@ -104,19 +137,22 @@ def check_dropout(out, p, what):
     expect(out.dim() == 3, f"{what}: the output of a batch of shape (batch, tokens, dim) has shape "
            f"{tuple(out.shape)}; it should have 3 dimensions too")
     b, T, width = out.shape
-    expect(width == T + 1, f"{what}: output has width {width}, expected {T + 1}")
+    expect(T > 1 and width == T + 1, f"{what}: output has shape {tuple(out.shape)}, expected (batch, {T}, {T + 1})")
     weights, total = out[..., :T].double(), out[..., T].double()
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool)).expand(b, T, T)
     expect(bool((weights[~causal] == 0).all()),
            f"{what}: in train mode some attention weight above the diagonal is nonzero (a future token is visible)")
+    expect_finite(out, f"{what}: the output in train mode")
     uniform = (1.0 / torch.arange(1, T + 1, dtype=torch.float64)).view(1, T, 1).expand(b, T, T)
     kept = causal & (weights != 0)
+    expect(bool(kept.any()), f"{what}: in train mode every attention weight came out 0 (is forward returning zeros?); "
+           f"with dropout={p} about {1 - p:.0%} of them should survive, scaled by 1/(1-p)")
     dropped = float(1 - kept.sum() / causal.sum())
     expect(dropped > 0.005, f"{what}: in train mode with dropout={p} no attention weight was zeroed; "
            "dropout must act on the attention weights after the softmax")
     ratio = weights[kept] / uniform[kept]
     scale = 1 / (1 - p)
-    expect(bool(ratio.isfinite().all()) and float(ratio.max() - ratio.min()) <= 1e-3 * float(ratio.abs().max()),
+    expect(float(ratio.max() - ratio.min()) <= 1e-3 * float(ratio.abs().max()),
            f"{what}: with equal scores every visible token should get the same weight (1/(t+1) in row t) before "
            "dropout, but the kept weights differ within a row; check the mask and the softmax first")
     if not torch.allclose(ratio, torch.full_like(ratio, scale), rtol=1e-4, atol=0):
@@ -132,19 +168,20 @@ def check_dropout(out, p, what):
 
 def check_eval(obs, what):
     rep = get(obs)
-    expect(bool(rep["first"].isfinite().all()), f"{what} in eval mode gives nan or inf")
-    expect(torch.equal(rep["first"], rep["second"]),
+    first = rep["first"]
+    expect(bool(first.isfinite().all()), f"{what} in eval mode gives nan or inf")
+    expect(same(first, rep["second"]),
            f"{what}: two calls in eval mode gave different outputs; dropout must be off in eval mode "
            "(nn.Dropout does this; F.dropout needs training=self.training)")
-    expect_close(rep["first"], rep["p0"], f"{what} in eval mode vs. the same weights with dropout=0")
-    expect(not torch.allclose(rep["first"], rep["other_input"]),
+    expect_close(first, rep["p0"], f"{what} in eval mode vs. the same weights with dropout=0")
+    expect(not close(first, rep["other_input"]),
            f"{what} gave the same output for two different inputs (does forward return a stored result?)")
 
 
 def check_gradients(obs, what):
     grads = get(obs)
     expect(len(grads) > 0, f"{what} has no parameters")
-    missing = [name for name, ok in grads.items() if not ok]
+    missing = [str(name) for name, ok in grads.items() if not ok]
     expect(not missing, f"{what}: no gradient reaches {', '.join(missing)} (is it used in forward, "
            "and not detached or replaced by a plain tensor?)")
 
@@ -171,8 +208,12 @@ def check_padding(rep, real, what):
            "the scores' (batch, query, key) axes")
     expect_finite(rep["clean"], f"{what} output with padding")
     expect_finite(rep["all_padded"], f"{what} output", ALL_HIDDEN_HINT)
-    clean, junk = rep["clean"][real], rep["junk"][real]
+    expect(tuple(rep["junk"].shape) == shape, f"{what}: changing the padded positions' inputs changed the output's "
+           f"shape from {shape} to {tuple(rep['junk'].shape)}")
+    clean, junk = rep["clean"][real].double(), rep["junk"][real].double()
     moved = (clean - junk).abs().amax(dim=-1)
+    expect(bool(moved.isfinite().all()), f"{what}: with junk in the padded positions the output of a real token "
+           "is nan or inf; the mask must hide padded keys")
     if bool((moved > 1e-5 * max(1.0, float(clean.abs().max()))).any()):
         b, t = real.nonzero()[int(moved.argmax())].tolist()
         raise Fail(f"{what}: the output of real token {t} in sequence {b} changed by {moved.max().item():.4g} "
@@ -187,7 +228,8 @@ def check_divisibility(obs, call, why):
            "(asserts vanish under python -O)")
     expect(r["raised"] in ("ValueError", ""), f"{call} should raise ValueError ({why}); it raised "
            f"{r['raised']} instead: {r['message']}")
-    expect(r["raised"] == "ValueError", f"{call} should raise ValueError ({why}), but it did not")
+    expect(r["raised"] == "ValueError", f"{call} should raise ValueError ({why}), but it did not: without the "
+           "check the mistake surfaces later, in forward, far from its cause")
     expect(len(r["message"]) >= 10, f"the ValueError of {call} should say what is wrong ({why})")
 
 
@@ -197,11 +239,14 @@ def check_inverted_dropout(out, undropped, p, what, where):
     out, undropped = out.double(), undropped.double()
     expect(out.shape == undropped.shape,
            f"{what}: output has shape {tuple(out.shape)}, expected {tuple(undropped.shape)}")
+    expect_finite(out, f"{what}: the output in train mode")
     live = undropped.abs() > 1e-6
     zeroed = live & (out == 0)
     fraction = float(zeroed.sum() / live.sum())
     expect(fraction > 0.005, f"{what} in train mode with dropout={p} zeroed nothing {where}")
     kept = live & ~zeroed
+    expect(bool(kept.any()), f"{what} in train mode with dropout={p} zeroed every value {where}; about "
+           f"{1 - p:.0%} of them should be kept, scaled by 1/(1-p)")
     ratio = out[kept] / undropped[kept]
     if not torch.allclose(ratio, torch.full_like(ratio, 1 / (1 - p)), rtol=1e-3, atol=0):
         raise Fail(f"{what}: in train mode the values {where} that dropout keeps should be scaled by exactly "

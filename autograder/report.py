@@ -32,7 +32,8 @@ def render_table(results, seconds, verbose=False, color=False):
         for r in results:
             if r.stage != stage or (r.passed and not verbose):
                 continue
-            mark = paint("ok ", "32") if r.passed else paint("FAIL", "31")
+            mark = {"passed": paint("ok  ", "32"), "failed": paint("FAIL", "31"),
+                    "error": paint("ERR ", "35")}[r.status]
             lines.append(f"    {mark} {r.id:<24} {r.points}/{r.max_points}  {r.title}")
             said = r.feedback.splitlines()
             if not r.passed or len(said) > 1:  # a passed check's next line: what it measured
@@ -42,12 +43,20 @@ def render_table(results, seconds, verbose=False, color=False):
     lines.append("")
     lines.append(f"Total {total}/{maximum} points, {sum(r.passed for r in results)}/{len(results)} checks "
                  f"passed, graded in {seconds:.1f} s")
+    regrade = [r.id for r in results if r.status == "error"]
+    if regrade:
+        lines.append(f"The grader failed on {len(regrade)} check(s), not the submission: {', '.join(regrade)}; "
+                     "they count 0 until graded again by a fixed kit")
     return "\n".join(lines)
 
 
 def gradescope_results(results, seconds):
-    """Gradescope's results.json: one test per check, with its visibility."""
-    return {
+    """Gradescope's results.json: one test per check, with its visibility.
+
+    Gradescope knows a test's status as passed or failed only, so a check the grader failed on is
+    "failed" with ``extra_data.grader_error`` set, and the top level's ``extra_data.regrade`` lists
+    them: what a fixed kit must grade again."""
+    data = {
         "score": sum(r.points for r in results),
         "execution_time": round(seconds, 2),
         "stdout_visibility": "hidden",
@@ -60,10 +69,15 @@ def gradescope_results(results, seconds):
                 "status": "passed" if r.passed else "failed",
                 "output": r.feedback,
                 "visibility": r.visibility,
+                **({"extra_data": {"grader_error": True}} if r.status == "error" else {}),
             }
             for r in results
         ],
     }
+    regrade = [r.id for r in results if r.status == "error"]
+    if regrade:
+        data["extra_data"] = {"regrade": regrade}
+    return data
 
 
 def ungradable_results(output, why, stages):

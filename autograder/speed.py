@@ -117,6 +117,10 @@ def verdict(report):
     """``(passed, text)``: the measurement in words, for a pass as for a failure."""
     size = (f"batch {SIZE['batch']}, {SIZE['tokens']} tokens, {SIZE['width']} wide, {SIZE['heads']} heads, "
             f"{report['threads']} thread{'s' if report['threads'] > 1 else ''}")
+    rounds = len(report["student_s"])
+    times = report["student_s"] + report["kit_s"]
+    if not rounds or {len(report["kit_s"]), len(report["student_cpu_s"])} != {rounds} or not min(times) > 0:
+        return False, f"FastMultiHeadAttention ({size}) could not be timed: no round of the race was completed"
     if not report["max_diff"] <= 1e-4 + 1e-3 * report["scale"]:
         return False, (f"FastMultiHeadAttention ({size}) differs from the kit's reference by up to "
                        f"{report['max_diff']:.3g} on the timed inputs; speed counts only for correct outputs")
@@ -127,7 +131,6 @@ def verdict(report):
                        "more threads than the grader set (torch.set_num_threads, a thread of its own), so the "
                        "timing does not count")
     ratio = statistics.median(s / k for s, k in zip(report["student_s"], report["kit_s"]))
-    rounds = len(report["student_s"])
     timing = (f"{statistics.median(report['student_s']) * 1e3:.1f} ms per forward against the kit's "
               f"{statistics.median(report['kit_s']) * 1e3:.1f} ms: {ratio:.2f} times as long (median of {rounds} "
               f"round{'s' if rounds > 1 else ''}{'' if rounds == ROUNDS else ', cut short'}; {size})")

@@ -20,8 +20,9 @@ def bins(totals, out_of):
     return counts, edges
 
 
-def text_summary(rows, out_of, stage_max, problems=()):
-    """``rows``: (student, total, {stage: points}) of every graded student."""
+def text_summary(rows, out_of, stage_max, problems=(), regrade=()):
+    """``rows``: (student, total, {stage: points}) of every graded student; ``problems``: the students
+    the grader failed on; ``regrade``: those graded but with checks the grader failed on."""
     if not rows:
         return "no student was graded\n"
     totals = [total for _, total, _ in rows]
@@ -48,6 +49,9 @@ def text_summary(rows, out_of, stage_max, problems=()):
         lines.append(f"{title:<40} {statistics.mean(got):6.1f}/{most:<4} {sum(g == most for g in got):>5}")
     if problems:
         lines += ["", f"not graded ({len(problems)}): " + ", ".join(problems)]
+    if regrade:
+        lines += ["", f"marked for a regrade: the grader failed on some of their checks ({len(regrade)}): "
+                  + ", ".join(regrade)]
     return "\n".join(lines) + "\n"
 
 

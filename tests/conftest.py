@@ -42,3 +42,14 @@ def ref():
         return {s.module: importlib.import_module(f"attention_lab.{s.module}") for s in STAGES.values()}
     finally:
         sys.path.remove(str(ROOT / "solutions"))
+
+
+@pytest.fixture(scope="session")
+def reference_observations():
+    """What every probe the registry uses returns for the reference, on cpu and meta: {Task: observation}."""
+    from autograder.grade import plan
+    from autograder.registry import all_checks
+    from autograder.runner import run_tasks
+    from autograder.submission import open_submission
+
+    return run_tasks(open_submission(ROOT / "solutions"), plan(all_checks(), {"cpu", "meta"})).observations

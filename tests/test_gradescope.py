@@ -155,14 +155,14 @@ def test_zip_holds_the_scripts_and_the_kit_and_no_solutions(exported, tmp_path, 
     with zipfile.ZipFile(exported) as z:
         names = z.namelist()
         modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
-        golden = z.read("kit/autograder/golden/golden.pt")
+        golden = {name: z.read(f"kit/autograder/golden/{name}") for name in ("golden.pt", "forms.json")}
         config = json.loads(z.read("kit/gradescope.json"))
         setup = z.read("setup.sh").decode()
     assert not [n for n in names if "solutions" in n.split("/") or "__pycache__" in n or n.endswith(".pyc")]
     shipped = {f"kit/{p.relative_to(root).as_posix()}" for p in (root / "autograder").rglob("*.py")
                if "__pycache__" not in p.parts}
     assert shipped <= set(names)
-    assert golden == (root / "autograder" / "golden" / "golden.pt").read_bytes()
+    assert golden == {name: (root / "autograder" / "golden" / name).read_bytes() for name in golden}
     assert config == {"stages": STAGES}
     pin = next(line.split("#")[0].strip() for line in (root / "constraints.txt").read_text().splitlines()
                if line.startswith("torch=="))

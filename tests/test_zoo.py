@@ -14,6 +14,12 @@ code. Its module-level constants say where it goes and what must happen:
 Only the stages the fragment can affect are graded: the module's own stage, plus stage 4
 for ``causal`` (the multi-head wrapper is built from ``CausalAttention``).
 
+``tests/zoo/seeds/`` holds the seed documents' own code, typed in as printed, wherever it fits a
+stage's contract (names it uses differently are mapped, in lines outside the printed code that say
+so). Each must get full marks but for ``DIFFERS``: check id -> text its feedback must contain, one
+entry per way the printed code departs from the contract, which the feedback explains. The seeds'
+own bugs are wrong entries, named ``seed_*``.
+
 ``tests/zoo/hostile/`` holds attacks on the grader itself, one per file. Their constants:
 
 - ``LOSES``: patterns (``fnmatch``) of the checks the attack must lose; every other graded check
@@ -45,7 +51,7 @@ from autograder.grade import grade
 from autograder.registry import all_checks
 from autograder.report import gradescope_results, write_json
 from autograder.submission import STAGE_OF
-from autograder.zoo import CORRECT, HOSTILE, WRONG, ZOO, assemble, read_entry, stages_for  # noqa: F401
+from autograder.zoo import CORRECT, HOSTILE, SEEDS, WRONG, ZOO, assemble, read_entry, stages_for  # noqa: F401
 
 
 
@@ -85,12 +91,27 @@ def test_correct_entry_gets_full_marks(path, tmp_path):
                         + "\n".join(f"  {r.id}: {r.feedback}" for r in failed))
 
 
+@pytest.mark.parametrize("path", SEEDS, ids=[p.stem for p in SEEDS])
+def test_seed_code_gets_full_marks_but_for_its_documented_differences(path, tmp_path):
+    entry, results = grade_entry(path, tmp_path)
+    differs = entry["DIFFERS"]
+    lost = {r.id: r.feedback for r in results if not r.passed and r.id not in differs}
+    assert not lost, f"{path.stem} ({entry['doc']}) is the seeds' own code, yet lost:\n{summary(results)}"
+    by_id = {r.id: r for r in results}
+    for check_id, why in differs.items():
+        assert not by_id[check_id].passed, f"{path.stem}: {check_id} passed; its DIFFERS entry is stale"
+        assert why in by_id[check_id].feedback, (
+            f"{path.stem}: the feedback of {check_id} does not say why the contract differs ({why!r}):\n"
+            f"{by_id[check_id].feedback}")
+
+
 def test_zoo_is_big_enough():
     assert len(WRONG) >= 25, f"only {len(WRONG)} wrong entries"
     assert len(CORRECT) >= 8, f"only {len(CORRECT)} correct entries"
 
 
-@pytest.mark.parametrize("path", WRONG + CORRECT, ids=[f"{p.parent.name}/{p.stem}" for p in WRONG + CORRECT])
+@pytest.mark.parametrize("path", WRONG + CORRECT + SEEDS,
+                         ids=[f"{p.parent.name}/{p.stem}" for p in WRONG + CORRECT + SEEDS])
 def test_entry_is_well_formed(path):
     entry = read_entry(path)
     assert entry["doc"], f"{path.stem} needs a docstring saying what it does"
@@ -105,6 +126,8 @@ def test_entry_is_well_formed(path):
         assert not outside, f"{path.stem}: {outside} are not in the graded stages {sorted(graded)}"
     else:
         assert not (entry["LOSES"] or entry["MENTIONS"] or entry["ONLY"]), f"{path.stem} is correct: no LOSES etc."
+        assert set(entry["DIFFERS"]) <= set(registry), f"{path.stem}: unknown check ids in DIFFERS"
+        assert path.parent.name == "seeds" or not entry["DIFFERS"], f"{path.stem}: only the seeds' code DIFFERS"
 
 
 # ---------------------------------------------------------------- hostile submissions

@@ -55,10 +55,14 @@ def describe_mismatch(actual, expected, name, atol=1e-4, rtol=1e-4, reveal=True)
 
 def describe_row_sums(weights, name="your attention weights", atol=1e-4):
     """None when every row sums to 1, else which row does not and what it sums to."""
+    if weights.dim() == 0 or weights.numel() == 0:
+        return f"{name} has shape {tuple(weights.shape)}: no row of weights to sum"
     sums = weights.detach().cpu().double().sum(dim=-1)
     bad = (sums - 1).abs() > atol
     if not bad.any():
         return None
+    if sums.dim() == 0:
+        return f"{name} sums to {sums.item():.4f}, but attention weights sum to 1"
     idx = bad.nonzero()[0].tolist()
     row = f"row {idx[-1]}" + (f" of batch {_index(idx[:-1])}" if len(idx) > 1 else "")
     return f"{row} of {name} sums to {sums[tuple(idx)].item():.4f}, but every row of attention weights sums to 1"
@@ -67,6 +71,8 @@ def describe_row_sums(weights, name="your attention weights", atol=1e-4):
 def describe_future(weights, name="your attention weights"):
     """None when nothing above the diagonal is nonzero, else the first future position that is."""
     weights = weights.detach().cpu()
+    if weights.dim() < 2:
+        return f"{name} has shape {tuple(weights.shape)}; attention weights are a matrix, one row per token"
     if not torch.isfinite(weights).all():
         idx = (~torch.isfinite(weights)).nonzero()[0].tolist()
         return (f"{name}{_index(idx)} is {weights[tuple(idx)].item()}: a row whose scores are all masked "

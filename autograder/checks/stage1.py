@@ -1,7 +1,9 @@
 """Stage 1 judges: attention without trainable weights."""
+import torch
+
 from .. import book
-from ..judging import expect, expect_book, expect_close, expect_rows_sum_to_one, get
-from ..registry import NUMERIC, check
+from ..judging import close, expect, expect_book, expect_close, expect_rows_sum_to_one, get
+from ..registry import NUMERIC, Fail, check
 
 
 def _book_and_extra(obs, golden, printed, what):
@@ -30,7 +32,15 @@ def normalize_by_sum(obs, golden):
 @check("s1.softmax_naive", stage=1, points=1, probe="s1.softmax_naive", devices=NUMERIC,
        title="softmax_naive follows the definition")
 def softmax_naive(obs, golden):
-    _book_and_extra(obs, golden, book.WEIGHTS_2_SOFTMAX, "softmax_naive(attn_scores_2)")
+    try:
+        _book_and_extra(obs, golden, book.WEIGHTS_2_SOFTMAX, "softmax_naive(attn_scores_2)")
+    except Fail as wrong:
+        extra = get(obs, "extra")
+        if extra.dim() == 2 and close(extra.sum(dim=0), torch.ones(extra.shape[1])):
+            raise Fail(f"{wrong}: each column of your result sums to 1, so it normalises over dim 0 (the book's "
+                       ".sum(dim=0), right for its one row of scores); for a matrix of scores, one row per query, "
+                       "the softmax runs over the last dim (dim=-1), so that each row of weights sums to 1") from None
+        raise
 
 
 @check("s1.softmax_stable", stage=1, points=2, probe="s1.softmax_stable", devices=NUMERIC,

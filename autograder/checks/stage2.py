@@ -1,13 +1,15 @@
 """Stage 2 judges: self-attention with trainable weights."""
 from .. import book
-from ..judging import check_gradients, expect, expect_book, expect_close, get
+from ..judging import LAYER, check_gradients, expect, expect_book, expect_close, get
 from ..registry import NUMERIC, VISIBLE, check
 
 
 @check("s2.one_query.book", stage=2, points=2, probe="s2.one_query", devices=NUMERIC,
        title="attend_one_query reproduces the step-by-step example", visibility=VISIBLE)
 def one_query_book(obs, golden):
-    scores, weights, context = get(obs, "book")
+    returned = get(obs, "book")
+    expect(len(returned) == 3, "attend_one_query should return (attn_scores, attn_weights, context_vec)")
+    scores, weights, context = returned
     expect_book(scores, book.STEP_SCORES_2, "attn_scores_2")
     expect_book(weights, book.STEP_WEIGHTS_2,
                 "attn_weights_2 (softmax of the scores divided by sqrt(d_k), d_k = the key width)")
@@ -24,7 +26,7 @@ def one_query_other(obs, golden):
 @check("s2.v1.seeded", stage=2, points=2, probe="s2.v1.seeded", devices=NUMERIC,
        title="SelfAttention_v1 reproduces the book under torch.manual_seed(123)", visibility=VISIBLE)
 def v1_seeded(obs, golden):
-    expect_book(get(obs, "out"), book.SA_V1, "SelfAttention_v1(3, 2)(inputs) after torch.manual_seed(123)")
+    expect_book(get(obs, "out"), book.SA_V1, "SelfAttention_v1(3, 2)(inputs) after torch.manual_seed(123)", LAYER)
 
 
 @check("s2.v1.known_weights", stage=2, points=2, probe="s2.v1.known_weights", devices=NUMERIC,
@@ -33,13 +35,13 @@ def v1_known(obs, golden):
     result = get(obs)
     bad = [n for n, kind in result["kinds"].items() if kind != "Parameter"]
     expect(not bad, f"SelfAttention_v1.{bad[0] if bad else ''} should be an nn.Parameter")
-    expect_close(result["out"], golden["out"], "SelfAttention_v1 output")
+    expect_close(result["out"], golden["out"], "SelfAttention_v1 output", dtype=LAYER)
 
 
 @check("s2.v2.seeded", stage=2, points=2, probe="s2.v2.seeded", devices=NUMERIC,
        title="SelfAttention_v2 reproduces the book under torch.manual_seed(789)", visibility=VISIBLE)
 def v2_seeded(obs, golden):
-    expect_book(get(obs, "out"), book.SA_V2, "SelfAttention_v2(3, 2)(inputs) after torch.manual_seed(789)")
+    expect_book(get(obs, "out"), book.SA_V2, "SelfAttention_v2(3, 2)(inputs) after torch.manual_seed(789)", LAYER)
 
 
 @check("s2.v2.known_weights", stage=2, points=2, probe="s2.v2.known_weights", devices=NUMERIC,
@@ -52,7 +54,8 @@ def v2_known(obs, golden):
         expect(result["has_bias"] == (key == "bias"),
                f"SelfAttention_v2(..., qkv_bias={key == 'bias'}): W_query.bias should "
                f"{'exist' if key == 'bias' else 'be None'}")
-        expect_close(get(result, "out"), golden[key]["out"], f"SelfAttention_v2 output (qkv_bias={key == 'bias'})")
+        expect_close(get(result, "out"), golden[key]["out"], f"SelfAttention_v2 output (qkv_bias={key == 'bias'})",
+                     dtype=LAYER)
 
 
 @check("s2.copy_v2_into_v1", stage=2, points=2, probe="s2.copy", devices=NUMERIC,

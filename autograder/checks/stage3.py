@@ -2,9 +2,11 @@
 import torch
 
 from .. import book
-from ..feedback import describe_future
-from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, expect,
-                       expect_book, expect_book_batch, expect_close, expect_golden, expect_rows_sum_to_one, get)
+from ..feedback import describe_error, describe_future
+from ..forms import is_error_record
+from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close,
+                       expect, expect_book, expect_book_batch, expect_close, expect_golden, expect_rows_sum_to_one,
+                       get, same)
 from ..probes.common import DROPOUT_P
 from ..probes.stage3 import SHAPE_CONFIGS, expected_shape
 from ..registry import MOVES, NUMERIC, VISIBLE, Fail, check
@@ -69,7 +71,7 @@ def causal_mask_buffer(obs, golden):
     nonzero = result["nonzero"]
     want = torch.triu(torch.ones(8, 8, dtype=torch.bool), diagonal=1)
     expect(nonzero.shape == want.shape, f"mask has shape {tuple(nonzero.shape)}, expected (8, 8) for context_length 8")
-    if not torch.equal(nonzero, want):
+    if not same(nonzero.bool(), want):
         i, j = (nonzero != want).nonzero()[0].tolist()
         raise Fail(f"mask[{i}, {j}] is {'nonzero' if nonzero[i, j] else 'zero'}; the mask must be nonzero "
                    "exactly above the diagonal (torch.triu(..., diagonal=1))")
@@ -88,20 +90,33 @@ def causal_eval(obs, golden):
 
 
 def check_device(obs, device, what):
+    """Judge ``device_report``: by where the module's tensors went and which devices its forward met.
+    Whether forward raised is asked only of a real device: on ``meta`` an op may lack a kernel, or
+    run where CUDA would refuse (an in-place fill with a CPU mask), so there it costs nothing."""
     rep = get(obs)
     expect(rep["mask_is_buffer"], f"{what}.mask is not a registered buffer, so .to({device!r}) does not move it")
     expect(rep["mask_device"] == device, f"after {what}.to({device!r}) the mask is on {rep['mask_device']}")
-    out = get(rep, "forward")
+    expect(not rep["left_behind"], f"after {what}.to({device!r}) these tensors stayed behind: "
+           f"{', '.join(map(str, rep['left_behind']))}; a tensor the module needs must be a parameter or a buffer")
+    expect(not rep["strays"], f"{what}.forward on {device} used a tensor that is not on {device} "
+           f"({rep['strays'][0] if rep['strays'] else ''}): a tensor made in forward needs device=x.device, and one "
+           "kept on the module must be a buffer")
+    out = rep["forward"]
+    if is_error_record(out):
+        if device == "meta":
+            return (f"{what}.forward could not run on the meta device ({describe_error(out['error'])}); "
+                    "judged by where its tensors went")
+        raise Fail(describe_error(out["error"]))
     expect(out["device"] == device, f"{what} on {device} returned an output on {out['device']}")
     if "out" in out:
-        expect(torch.allclose(out["out"], out["cpu_out"], atol=1e-4, rtol=1e-4),
+        expect(close(out["out"], out["cpu_out"], atol=1e-4, rtol=1e-4),
                f"{what} on {device} gives different numbers than on the CPU")
 
 
 @check("s3.causal.device", stage=3, points=2, probe="s3.causal.device", devices=MOVES,
        title="CausalAttention moves to another device, mask included, and creates nothing on a fixed device")
 def causal_device(obs, golden, device):
-    check_device(obs, device, "CausalAttention")
+    return check_device(obs, device, "CausalAttention")
 
 
 @check("s3.causal.gradients", stage=3, points=1, probe="s3.causal.gradients", devices=NUMERIC,
@@ -110,17 +125,22 @@ def causal_gradients(obs, golden):
     check_gradients(obs, "CausalAttention")
 
 
+def last_token(out):
+    """The outputs at the last position of a (batch, tokens, dim) output (the whole of anything else)."""
+    return out[:, -1] if out.dim() == 3 and out.shape[1] else out
+
+
 def check_state_dict(obs, what, persists=True):
     rep = get(obs)
     entry = rep["reloaded_mask_entry"]
-    survived = entry is not None and bool(entry != 0)
+    survived = entry is not None and entry.numel() == 1 and bool(entry.reshape(()) != 0)
     if persists:
-        expect("mask" in rep["keys"], f"{what}.state_dict() has no 'mask' (keys: {', '.join(rep['keys'])})")
-        expect(not torch.allclose(rep["changed_out"][:, -1], rep["before_change_out"][:, -1]),
+        expect("mask" in rep["keys"], f"{what}.state_dict() has no 'mask' (keys: {', '.join(map(str, rep['keys']))})")
+        expect(not close(last_token(rep["changed_out"]), last_token(rep["before_change_out"])),
                f"hiding token 0 from the last token (mask[-1, 0] = 1) did not change {what}'s output: "
                "does forward use self.mask?")
         expect(survived, f"a changed {what}.mask did not survive saving and loading the state_dict")
-        expect(torch.allclose(rep["reloaded_out"], rep["changed_out"], atol=1e-5, rtol=1e-5),
+        expect(close(rep["reloaded_out"], rep["changed_out"], atol=1e-5, rtol=1e-5),
                f"{what} gives different outputs after saving and loading its state_dict")
     else:
         expect("mask" not in rep["keys"], f"{what}.state_dict() contains 'mask'; this class must keep the mask "

@@ -4,7 +4,7 @@ from ..judging import (BIAS_CASES, check_divisibility, check_dropout, check_eval
                        check_shapes, expect, expect_book_batch, expect_golden, get)
 from ..probes.common import DROPOUT_P
 from ..probes.stage4 import MHA_SHAPES, WRAPPER_SHAPES
-from ..registry import MOVES, NUMERIC, VISIBLE, check
+from ..registry import MOVES, NUMERIC, VISIBLE, Fail, check
 from .stage3 import check_device
 
 
@@ -94,7 +94,7 @@ def mha_eval(obs, golden):
 @check("s4.mha.device", stage=4, points=1, probe="s4.mha.device", devices=MOVES,
        title="MultiHeadAttention moves to another device, mask included")
 def mha_device(obs, golden, device):
-    check_device(obs, device, "MultiHeadAttention")
+    return check_device(obs, device, "MultiHeadAttention")
 
 
 @check("s4.mha.gradients", stage=4, points=1, probe="s4.mha.gradients", devices=NUMERIC,
@@ -106,7 +106,16 @@ def mha_gradients(obs, golden):
 @check("s4.pytorch.known_weights", stage=4, points=2, probe="s4.pytorch.known_weights", devices=NUMERIC,
        title="MultiHeadAttentionPyTorch wraps nn.MultiheadAttention with a causal mask")
 def pytorch_known(obs, golden):
-    expect_golden(obs, golden, BIAS_CASES, "MultiHeadAttentionPyTorch")
+    try:
+        expect_golden(obs, golden, BIAS_CASES, "MultiHeadAttentionPyTorch")
+    except Fail as wrong:
+        around = [str(n) for n in get(obs, "parameters") if not str(n).startswith("mha.")]
+        if around:  # the likely reason: layers around nn.MultiheadAttention, which holds all it needs
+            raise Fail(f"{wrong}; MultiHeadAttentionPyTorch has parameters besides its nn.MultiheadAttention "
+                       f"({', '.join(around[:4])}): nn.MultiheadAttention projects queries, keys and values itself "
+                       "and already ends in its own output projection (mha.out_proj), so layers around it compute "
+                       "another function; the layer is the nn.MultiheadAttention alone") from None
+        raise
     raised = get(obs, "d_in_mismatch")
     expect(raised == "ValueError", f"MultiHeadAttentionPyTorch(4, {golden['no_bias'].shape[-1]}, ...) should raise "
            f"ValueError (nn.MultiheadAttention needs d_in == d_out); it {'raised ' + raised if raised else 'did not'}")

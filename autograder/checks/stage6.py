@@ -17,6 +17,9 @@ def masked_softmax(obs, golden):
     cases = {"none": "no mask", "keys": "a mask of padded keys", "pairs": "a (batch, seq, seq) mask"}
     expect_golden(obs, golden, cases, "masked_softmax")
     weights = get(obs, "all_hidden")
+    scores = tuple(golden["all_hidden"].shape)
+    expect(tuple(weights.shape) == scores, f"masked_softmax(scores, mask) has shape {tuple(weights.shape)} for "
+           f"scores of shape {scores}; it should keep their shape")
     expect_finite(weights, "masked_softmax(scores, mask)", ALL_HIDDEN_HINT)
     visible = ALL_PADDED.any(dim=-1)  # sequences with at least one real key
     expect_close(weights[visible], golden["all_hidden"][visible], "masked_softmax output for sequences with real keys")

@@ -2,9 +2,11 @@
 import torch
 
 from .. import oracles
-from ..judging import (ALL_HIDDEN_HINT, check_divisibility, check_dropout, check_eval, check_gradients,
-                       check_inverted_dropout, check_leak, check_padding, expect, expect_close, expect_finite,
-                       expect_golden, expect_rows_sum_to_one, get)
+from ..feedback import describe_error
+from ..forms import is_error_record
+from ..judging import (LAYER, ALL_HIDDEN_HINT, check_divisibility, check_dropout, check_eval, check_gradients,
+                       check_inverted_dropout, check_leak, check_padding, close, expect, expect_close, expect_finite,
+                       expect_golden, expect_rows_sum_to_one, get, same)
 from ..probes.common import DROPOUT_P
 from ..probes.stage7 import (D_FF, DECODER_CASES, ENCODER_CASES, FFN_DROPOUT_BIAS, H, MEMORY, MHA_CASES, MHA_LABELS,
                              PAD5, PAD_IDS, PE_D, PE_LEN, SDPA_CASES, SDPA_DROPOUT, SUBSEQUENT_SIZES, TGT, TOKENS,
@@ -61,12 +63,15 @@ def sdpa_weights(obs, golden):
        title=f"scaled_dot_product_attention applies dropout (p={DROPOUT_P}) to the weights and returns those")
 def sdpa_dropout(obs, golden):
     r = get(obs)
-    n = SDPA_DROPOUT["n"]
+    n, batch = SDPA_DROPOUT["n"], SDPA_DROPOUT["batch"]
     weights, out = r["weights"].double(), r["out"].double()
+    expect(tuple(weights.shape) == (batch, n, n), f"the weights returned by scaled_dot_product_attention for {n} "
+           f"queries and keys in a batch of {batch} have shape {tuple(weights.shape)}, expected {(batch, n, n)}")
+    expect_finite(weights, "the weights returned by scaled_dot_product_attention with dropout")
     kept = weights != 0
     dropped = 1 - float(kept.double().mean())
-    consistent = out.shape == (weights @ V_DROPOUT.double()).shape and torch.allclose(
-        out, weights @ V_DROPOUT.double(), atol=1e-5)
+    used = weights @ V_DROPOUT.double()
+    consistent = close(out, used, atol=1e-5, rtol=0)
     expect(consistent or dropped > 0.005, "the output of scaled_dot_product_attention with dropout is not the "
            "returned weights @ value: return the weights after dropout, the ones the output was made with")
     expect(dropped > 0.005, "scaled_dot_product_attention(..., dropout=nn.Dropout(p)) zeroed no weight in train mode: "
@@ -77,7 +82,7 @@ def sdpa_dropout(obs, golden):
            f"1/{n}/(1-p) = {scale:.5f}; found {weights[kept].median().item():.5f}")
     expect(abs(dropped - DROPOUT_P) < 0.05,
            f"{dropped:.1%} of the weights were zeroed; about {DROPOUT_P:.0%} should be")
-    expect_close(out, weights @ V_DROPOUT.double(), "the output of scaled_dot_product_attention with dropout, "
+    expect_close(out, used, "the output of scaled_dot_product_attention with dropout, "
                  "compared with the returned weights @ value (return the weights after dropout, the ones used),",
                  reveal=True)
 
@@ -120,7 +125,7 @@ def mha_oracle(obs, golden):
     for name, (heads, seed, query, kv, mask) in MHA_CASES.items():
         expected = oracles.multihead(mha_weights(seed), heads, query, kv, mask)
         expect_close(get(obs, name), expected, f"MultiHeadedAttention output ({MHA_LABELS[name]}; compared with "
-                     "nn.MultiheadAttention)", atol=ORACLE_ATOL)
+                     "nn.MultiheadAttention)", atol=ORACLE_ATOL, dtype=LAYER)
 
 
 @check("s7.mha.cross", stage=7, points=2, probe="s7.mha.cross", devices=NUMERIC,
@@ -132,10 +137,13 @@ def mha_cross(obs, golden):
     expect(tuple(base.shape) == want, f"MultiHeadedAttention(query of shape {tuple(XQ.shape)}, key and value of shape "
            f"{tuple(MEMORY.shape)}) has shape {tuple(base.shape)}, expected {want}: one output per query")
     others = [0, 2]
-    moved = (r["query_row_1_changed"][:, others] - base[:, others]).abs().max().item()
+    changed = r["query_row_1_changed"]
+    expect(changed.shape == base.shape, f"changing query 1 changed the shape of MultiHeadedAttention's output from "
+           f"{tuple(base.shape)} to {tuple(changed.shape)}")
+    moved = (changed[:, others].double() - base[:, others].double()).abs().max().item()
     expect(moved <= 1e-5, f"changing query 1 changed the outputs of queries 0 and 2 (by {moved:.3g}): keys and values "
            "must be computed from the key and value inputs, not from the query")
-    expect(not torch.allclose(r["memory_changed"], base), "changing the key/value input did not change the output: "
+    expect(not close(r["memory_changed"], base), "changing the key/value input did not change the output: "
            "keys and values must come from the key and value inputs")
 
 
@@ -208,7 +216,8 @@ def pe_formula(obs, golden):
        title="PositionalEncoding keeps pe as a buffer in the state_dict, not as a learnt parameter")
 def pe_buffer(obs, golden):
     r = get(obs, "layout")
-    expect(not r["parameters"], f"PositionalEncoding has parameters ({', '.join(r['parameters'])}); the table is "
+    names = ", ".join(map(str, r["parameters"]))
+    expect(not r["parameters"], f"PositionalEncoding has parameters ({names}); the table is "
            "fixed, so register it with register_buffer, not as an nn.Parameter that the optimiser would change")
     expect("pe" in r["buffers"], "PositionalEncoding.pe is not a registered buffer (self.register_buffer('pe', ...))")
     expect("pe" in r["state_dict"], "PositionalEncoding.pe is not in the state_dict (persistent=False?)")
@@ -220,7 +229,7 @@ def pe_forward(obs, golden):
     out = get(obs, "forward")
     expected = X_PE.double() + oracles.positional_table(X_PE.shape[1], PE_D)
     expect_close(out, expected, f"PositionalEncoding({PE_D}, 0.3).eval()(x) for x of shape {tuple(X_PE.shape)}",
-                 atol=1e-4, reveal=True)
+                 atol=1e-4, reveal=True, dtype=LAYER)
 
 
 @check("s7.pe.dropout", stage=7, points=1, probe="s7.pe.table", devices=NUMERIC,
@@ -236,7 +245,14 @@ def pe_device(obs, golden, device):
     r = get(obs)
     expect(r["pe_device"] == device, f"after .to('{device}') PositionalEncoding.pe is on {r['pe_device']}: "
            "a buffer moves with the module, a plain tensor attribute does not")
-    expect(r["out_device"] == device, f"the output is on {r['out_device']} for a module and input on {device}")
+    expect(not r["strays"], f"PositionalEncoding.forward on {device} used a tensor that is not on {device} "
+           f"({r['strays'][0] if r['strays'] else ''}); keep the table as a buffer and slice it")
+    out = r["forward"]
+    if is_error_record(out):
+        if device == "meta":  # an op without a meta kernel: judged by where the tensors went
+            return f"forward could not run on the meta device ({describe_error(out['error'])})"
+        raise Fail(describe_error(out["error"]))
+    expect(out["device"] == device, f"the output is on {out['device']} for a module and input on {device}")
 
 
 @check("s7.encoder.oracle", stage=7, points=3, probe="s7.encoder.oracle", devices=NUMERIC,
@@ -245,7 +261,7 @@ def encoder_oracle(obs, golden):
     for name, mask in ENCODER_CASES.items():
         expected = oracles.encoder(encoder_weights(800), H, D_FF, X5, mask)
         expect_close(get(obs, name), expected, f"EncoderLayer output ({'no mask' if mask is None else 'padding mask'}; "
-                     "compared with nn.TransformerEncoderLayer)", atol=ORACLE_ATOL)
+                     "compared with nn.TransformerEncoderLayer)", atol=ORACLE_ATOL, dtype=LAYER)
 
 
 @check("s7.encoder.eval", stage=7, points=1, probe="s7.encoder.eval", devices=NUMERIC,
@@ -260,7 +276,7 @@ def decoder_oracle(obs, golden):
     for name, (src_mask, tgt_mask) in DECODER_CASES.items():
         expected = oracles.decoder(decoder_weights(820), H, D_FF, TGT, MEMORY, src_mask, tgt_mask)
         expect_close(get(obs, name), expected, f"DecoderLayer output ({name.replace('_', ' ')}; 4 target and 6 source "
-                     "positions; compared with nn.TransformerDecoderLayer)", atol=ORACLE_ATOL)
+                     "positions; compared with nn.TransformerDecoderLayer)", atol=ORACLE_ATOL, dtype=LAYER)
 
 
 @check("s7.decoder.cross_source", stage=7, points=2, probe="s7.decoder.cross_source", devices=NUMERIC,
@@ -273,13 +289,13 @@ def decoder_cross_source(obs, golden):
     given = calls[0]
     for name in ("key", "value"):
         t = given.get(name)
-        expect(t is not None and tuple(t.shape) == tuple(MEMORY.shape) and torch.equal(t, MEMORY),
+        expect(t is not None and same(t, MEMORY),
                f"the {name} passed to src_attn is not the encoder output (memory); in cross-attention keys and "
                "values come from the encoder, queries from the decoder")
     query = given.get("query")
-    expect(query is not None and tuple(query.shape) == tuple(TGT.shape) and not torch.equal(query, MEMORY[:, :4]),
+    expect(query is not None and tuple(query.shape) == tuple(TGT.shape) and not same(query, MEMORY[:, :4]),
            f"the query passed to src_attn should be the decoder's states, shape {tuple(TGT.shape)}")
-    expect(not torch.allclose(get(r, "memory_changed"), get(r, "base")),
+    expect(not close(get(r, "memory_changed"), get(r, "base")),
            "changing memory did not change DecoderLayer's output")
 
 
@@ -295,7 +311,7 @@ def sublayer_dropout(obs, golden):
     for name in ("EncoderLayer", "DecoderLayer"):
         r = get(obs, name)
         expect_finite(r["train"], f"{name} output in train mode")
-        expect(not torch.allclose(r["train"], r["eval"], atol=1e-4),
+        expect(not close(r["train"], r["eval"], atol=1e-4),
                f"{name} in train mode with dropout={DROPOUT_P} gave its eval-mode output, with weights that make "
                "every sublayer's output a constant, so that only the dropout on it could change anything: apply "
                "dropout to each sublayer's output before the residual sum, norm(x + dropout(sublayer(x)))")

@@ -12,9 +12,9 @@ import torch
 from .. import oracles, speed
 from ..golden import load_golden
 from ..judging import (check_divisibility, check_dropout, check_eval, check_gradients, check_leak, check_shapes,
-                       expect, expect_close, get)
+                       expect, expect_close, get, same)
 from ..probes.common import DROPOUT_P
-from ..probes.stage8 import (CONTEXT, DIM, FAST_SHAPES, GQA_SHAPES, GROUPED, HEAD_DIM, HEADS, KV_HEADS,
+from ..probes.stage8 import (CONTEXT, DIM, FAST_SHAPES, GQA_SHAPES, GROUPED, HEAD_DIM, HEADS, KV, KV_HEADS,
                              PARAMETER_CONFIGS, PIECES, X, Y, gqa_weights)
 from ..registry import CPU, NUMERIC, VISIBLE, Fail, check
 
@@ -43,14 +43,14 @@ def same_as_stage4(obs, cases, what):
 @check("s8.repeat_kv", stage=8, points=2, probe="s8.repeat_kv", devices=NUMERIC,
        title="repeat_kv repeats every key/value head for its group of query heads, in order")
 def repeat_kv(obs, golden):
-    t = get(obs, "input")
+    t = KV
     for groups in (1, 2, 4):
         out, call = get(obs, f"groups{groups}"), f"repeat_kv(t, {groups}) for t of shape {tuple(t.shape)}"
         want = t.repeat_interleave(groups, dim=1)
         expect(out.shape == want.shape, f"{call} has shape {tuple(out.shape)}, expected {tuple(want.shape)}")
-        wrong = [h for h in range(want.shape[1]) if not torch.equal(out[:, h], want[:, h])]
+        wrong = [h for h in range(want.shape[1]) if not same(out[:, h], want[:, h])]
         if wrong:
-            tiled = torch.equal(out, t.repeat(1, groups, 1, 1))
+            tiled = same(out, t.repeat(1, groups, 1, 1))
             raise Fail(f"{call}: head {wrong[0]} should be a copy of key/value head {wrong[0] // groups}"
                        + (": the heads come out tiled (0, 1, 2, 0, 1, 2, ...), as t.repeat gives; query heads "
                           "are grouped (0, 0, 1, 1, 2, 2, ...), as t.repeat_interleave gives" if tiled else ""))
@@ -148,13 +148,15 @@ def expect_decoded(out, x, how):
        title="the KV cache holds num_kv_heads heads of projected keys and values, one more token per step")
 def cache_heads(obs, golden):
     steps = get(obs, "steps")
+    expect(len(steps["shapes"]) == X.shape[1] and len(steps["cache"]) == 2,
+           f"{CACHED}, fed one token at a time, should return a cache (keys, values) after each of {X.shape[1]} tokens")
     for t, shapes in enumerate(steps["shapes"]):
         want = [X.shape[0], KV_HEADS, t + 1, HEAD_DIM]
         for name, shape in zip(("keys", "values"), shapes):
             expect(shape == want, f"{CACHED}, fed one token at a time: after token {t} the cache's {name} have "
                    f"shape {tuple(shape)}, expected {tuple(want)} (batch, num_kv_heads, tokens so far, head_dim)"
                    + (f"; {HEADS} heads means the keys were repeated before caching: cache the {KV_HEADS} "
-                      "key/value heads and repeat them only for the scores" if shape[1] == HEADS else ""))
+                      "key/value heads and repeat them only for the scores" if shape[1:2] == [HEADS] else ""))
     weights = gqa_weights(HEADS, KV_HEADS, True)
     for i, name in enumerate(("keys", "values")):
         layer = "W_key" if i == 0 else "W_value"

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.utils._pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..book import BATCH, INPUTS  # noqa: F401  (the chapter's inputs: public data the probes use)
 from ..feedback import error_record, problem
@@ -263,8 +265,58 @@ def gradient_report(module, x):
             for name, p in module.named_parameters()}
 
 
+class DeviceTrace(TorchDispatchMode):
+    """Which ops met a tensor on another device while a module ran on ``device``: a mask that stayed
+    behind, or a tensor made in forward on a fixed device. Judging that by where the tensors are, not
+    by whether an op raised, keeps the verdict off the quirks of one kernel: on ``meta`` an in-place
+    ``masked_fill_`` with a CPU mask does not raise, on CUDA it does; the lesson is the same."""
+
+    MOVES = {torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default, torch.ops.aten.lift_fresh.default}
+    INDEXING = {torch.ops.aten.index.Tensor, torch.ops.aten.index_put.default, torch.ops.aten.index_put_.default,
+                torch.ops.aten._index_put_impl_.default}  # indices on the CPU are allowed, as CUDA allows them
+
+    def __init__(self, device):
+        super().__init__()
+        self.device = torch.device(device).type
+        self.strays = []  # "aten.masked_fill_ with a tensor on cpu", in the order met
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.MOVES:
+            source = args[1] if func is torch.ops.aten.copy_.default else args[0]
+            target = args[0].device.type if func is torch.ops.aten.copy_.default else kwargs.get("device")
+            target = torch.device(target).type if target is not None else source.device.type
+            if source.device.type == self.device and target != self.device:
+                self._note(f"{func.overloadpacket} moved a tensor to {target}")
+        else:
+            given = (args[0], *args[2:]) if func in self.INDEXING else args
+            tensors = [t for t in pytree.tree_leaves((given, kwargs)) if isinstance(t, torch.Tensor) and t.dim() > 0]
+            elsewhere = sorted({t.device.type for t in tensors} - {self.device})
+            if elsewhere and len(elsewhere) < len({t.device.type for t in tensors}):
+                self._note(f"{func.overloadpacket} with a tensor on {', '.join(elsewhere)}")
+        return func(*args, **kwargs)
+
+    def _note(self, what):
+        if what not in self.strays and len(self.strays) < 5:
+            self.strays.append(what)
+
+
+def left_behind(module, device):
+    """Tensors of ``module`` (and its submodules) that are not on ``device``: plain tensor attributes,
+    which ``.to()`` does not move, or anything the module keeps elsewhere."""
+    target = torch.device(device).type
+    found = []
+    for prefix, sub in module.named_modules():
+        for name, value in vars(sub).items():
+            if isinstance(value, torch.Tensor) and value.device.type != target:
+                found.append(f"{prefix}.{name}" if prefix else name)
+        found += [f"{prefix}.{n}" if prefix else n for n, t in [*sub._parameters.items(), *sub._buffers.items()]
+                  if isinstance(t, torch.Tensor) and t.device.type != target]
+    return sorted(found)
+
+
 def device_report(build, weights, device, d_in):
-    """Move a module to ``device``: where does its mask go, and does forward run there?"""
+    """Move a module to ``device``: where do its tensors go, and what does forward meet there?"""
     module = load_by_name(build(), weights)
     x = randn(2, 5, d_in, seed=31)
     module.eval()
@@ -274,16 +326,20 @@ def device_report(build, weights, device, d_in):
     report = {
         "mask_is_buffer": "mask" in dict(module.named_buffers()),
         "mask_device": mask.device.type if isinstance(mask, torch.Tensor) else "none",
+        "left_behind": left_behind(module, device),
     }
+    trace = DeviceTrace(device)
 
     def run():
-        out = module(x.to(device).clone())
+        with trace:
+            out = module(x.to(device).clone())
         summary = meta_summary(out)
         if device != "meta":
             summary["out"], summary["cpu_out"] = plain(out), reference
         return summary
 
     report["forward"] = attempt(run)
+    report["strays"] = trace.strays
     return report
 
 

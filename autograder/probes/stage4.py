@@ -200,7 +200,12 @@ def pytorch_known(lab, device):
             return type(exc).__name__
         return ""
 
-    return {"no_bias": attempt(run, False), "bias": attempt(run, True), "d_in_mismatch": attempt(mismatch)}
+    def parameters():
+        module = lab.multihead.MultiHeadAttentionPyTorch(E, E, 8, 0.0, num_heads=2)
+        return sorted(name for name, _ in module.named_parameters())
+
+    return {"no_bias": attempt(run, False), "bias": attempt(run, True), "d_in_mismatch": attempt(mismatch),
+            "parameters": attempt(parameters)}
 
 
 @probe("s4.pytorch.leak", library_attention=True)

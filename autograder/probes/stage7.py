@@ -9,9 +9,9 @@ judges make the same ones.
 import torch
 import torch.nn as nn
 
-from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, attempt, dropout_report, dropout_weights, eval_report,
-                     gradient_report, leak_report, linear_weights, load_by_name, padding_report, plain, probe, raised,
-                     randn)
+from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, attempt, dropout_report, dropout_weights,
+                     eval_report, gradient_report, leak_report, left_behind, linear_weights, load_by_name, meta_summary,
+                     padding_report, plain, probe, raised, randn)
 
 D, H, D_FF = 8, 2, 16
 
@@ -281,8 +281,16 @@ def pe_table(lab, device):
 def pe_device(lab, device):
     def run():
         module = lab.transformer.PositionalEncoding(PE_D, 0.0, max_len=PE_LEN).to(device)
-        out = module(X_PE.to(device))
-        return {"pe_device": pe_buffer(module).device.type, "out_device": out.device.type}
+        report = {"pe_device": pe_buffer(module).device.type, "left_behind": left_behind(module, device)}
+        trace = DeviceTrace(device)
+
+        def forward():
+            with trace:
+                return meta_summary(module(X_PE.to(device)))
+
+        report["forward"] = attempt(forward)
+        report["strays"] = trace.strays
+        return report
 
     return attempt(run)
 

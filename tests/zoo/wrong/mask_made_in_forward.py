@@ -1,7 +1,7 @@
 """CausalAttention builds its mask inside forward with torch.ones(n, n) (on the CPU) instead of using the buffer."""
 MODULE = "causal"
 LOSES = ["s3.causal.device"]
-MENTIONS = "RuntimeError"
+MENTIONS = "used a tensor that is not on meta (aten.masked_fill with a tensor on cpu)"
 
 
 class CausalAttention(CausalAttention):

@@ -1,0 +1,53 @@
+"""The degenerate zoo, made by code: for every function and class of the contract, a submission in
+which that one callable (a class: its forward) returns zeros, nan, None, a list, float64, or half
+of its elements. Each is graded like any submission: no grader error may come of it, and each must
+lose points, except where float64 keeps them for a reason written down here.
+"""
+import pytest
+
+from autograder.forkserver import ForkServer
+from autograder.grade import ERROR, grade
+from autograder.zoo import DEGENERATIONS, assemble_degenerate, graded_callables, stages_for
+
+CALLABLES = graded_callables()
+CASES = [(module, name, kind, how) for module, name, kind in CALLABLES for how in DEGENERATIONS]
+
+# float64 results that keep every point, and why that is right. A layer's output must keep its
+# input's dtype (a float64 layer breaks the float32 layers after it), so every class loses points;
+# so does a function whose float64 result breaks the function or layer that calls it.
+SAME_NUMBERS = "its contract fixes the values, not the dtype, and nothing of the kit's builds on it"
+FLOAT64_KEEPS = {
+    **{name: SAME_NUMBERS for name in ("attention_scores_loop", "attention_scores", "normalize_by_sum",
+                                       "softmax_naive", "softmax_stable", "context_vector", "context_vectors_all",
+                                       "attend_one_query", "causal_weights_by_multiplication",
+                                       "causal_weights_by_fill")},
+    "count_parameters": "2360064.0 is the right count; a count as a float is still that number",
+}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ForkServer(meta=True) as started:
+        yield started
+
+
+def test_every_callable_of_every_stage_is_covered():
+    stages = {module for module, _, _ in CALLABLES}
+    assert len(stages) == 8 and len(CALLABLES) >= 36, CALLABLES
+    assert set(FLOAT64_KEEPS) <= {name for _, name, _ in CALLABLES}
+
+
+@pytest.mark.parametrize("module, name, kind, how", CASES, ids=[f"{n}-{h}" for _, n, _, h in CASES])
+def test_degenerate_submission(module, name, kind, how, tmp_path, server):
+    graded = grade(assemble_degenerate(module, name, kind, how, tmp_path), stages=stages_for(module), server=server)
+    errors = [r.id for r in graded.results if r.status == ERROR]
+    assert not errors, f"{name} returning {how}: the grader failed on {errors}:\n" + "\n".join(
+        trace for _, _, trace in graded.grader_errors)
+    score, top = sum(r.points for r in graded.results), sum(r.max_points for r in graded.results)
+    if how == "float64" and name in FLOAT64_KEEPS:
+        lost = {r.id: r.feedback for r in graded.results if not r.passed}
+        assert not lost, f"{name} returning float64 keeps its points ({FLOAT64_KEEPS[name]}), but lost {lost}"
+    else:
+        assert score < top, f"{name} returning {how} got full marks ({score}/{top})"
+        for r in graded.results:
+            assert r.passed or r.feedback.strip(), f"{r.id} failed without saying why"
