@@ -260,6 +260,9 @@ def gradient_report(module, x):
     out = module(x.clone())
     if type(out) is not torch.Tensor:
         raise ProbeError("forward should return a plain torch.Tensor")
+    if not out.requires_grad:
+        raise ProbeError("the output of forward depends on no parameter (it carries no gradient at all): is forward "
+                         "returning a new tensor, such as zeros, or computing under torch.no_grad()?")
     out.square().sum().backward()
     return {name: (p.grad is not None and bool(p.grad.abs().sum() > 0))
             for name, p in module.named_parameters()}
