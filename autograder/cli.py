@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .registry import STAGES
+from .curriculum import STAGES
 
 
 def main(argv=None):
@@ -58,9 +58,9 @@ def main(argv=None):
 
 
 def _grade(args):
-    from .grade import SubmissionError, grade
-    from .report import gradescope_results, render_table, write_json
-    from .runner import GradingError
+    from .delivery.report import render_table, write_json
+    from .errors import GradingError, SubmissionError
+    from .grading.grade import grade
 
     print(f"grading {args.submission} ...", file=sys.stderr, flush=True)
     try:
@@ -77,7 +77,7 @@ def _grade(args):
     print(render_table(results, seconds, verbose=args.verbose, color=sys.stdout.isatty()))
     print("isolation: " + "; ".join(f"{k}: {v}" for k, v in graded.isolation.items()), file=sys.stderr)
     if args.json:
-        write_json(gradescope_results(results, seconds), args.json)
+        write_json(graded.gradescope(), args.json)
         print(f"wrote {args.json}", file=sys.stderr)
     return report_grader_errors(graded.grader_errors)
 
@@ -98,13 +98,33 @@ def report_grader_errors(errors):
 
 
 def _grade_all(args):
-    from .grade_all import run
+    from .delivery.classrun.grade_all import grade_all
+    from .errors import UsageError
 
-    return run(args)
+    if args.jobs is not None and args.jobs < 1:
+        print("attention-lab: --jobs must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        failed = grade_all(args.submissions, args.out, json_dir=args.json_dir, jobs=args.jobs, stages=args.stage,
+                           timeout_s=args.timeout, keep_records=args.keep_records)
+    except UsageError as exc:
+        print(f"attention-lab: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nattention-lab: interrupted; what was graded is saved: run the same command again to finish",
+              file=sys.stderr)
+        return 130
+    if failed:
+        print(f"attention-lab: the grader failed on {failed} submission(s), in whole or in some checks (see the "
+              "problem column); run the same command again to grade them again (after a fix of the kit, add "
+              "--keep-records to grade only those)", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _build(args):
-    from .build import BuildError, build, drift
+    from .authoring.build import build, drift
+    from .errors import BuildError
 
     try:
         if args.check:
@@ -122,8 +142,8 @@ def _build(args):
 
 
 def _nbgrader(args):
-    from .build import BuildError
-    from .course import DEFAULT_ASSIGNMENT, init_course
+    from .authoring.course import DEFAULT_ASSIGNMENT, init_course
+    from .errors import BuildError
 
     assignment = args.assignment or DEFAULT_ASSIGNMENT
     try:
@@ -137,9 +157,10 @@ def _nbgrader(args):
 
 
 def _export(args):
-    from .build import BuildError, torch_pin
-    from .gradescope import CONFIG, export
-    from .registry import max_points
+    from .delivery.gradescope import CONFIG, export
+    from .delivery.pins import torch_pin
+    from .errors import BuildError
+    from .grading.registry import max_points
 
     stages = sorted(set(args.stage)) if args.stage else sorted(STAGES)
     try:

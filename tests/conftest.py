@@ -1,5 +1,6 @@
 """Shared fixtures of the kit's own tests."""
 import importlib
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -7,6 +8,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The suite runs a test per core (pytest-xdist), and each grades in children of its own. torch's
+# default of one thread per core in each of them has threads wait on each other and spin on cores
+# another test needs; one thread each (inherited by every process the tests start) does the same
+# work for less CPU. The speed check times single-threaded runs anyway.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +38,7 @@ def make_submission(tmp_path):
 @pytest.fixture(scope="session")
 def ref():
     """The reference modules of every stage, imported in this process: {module name: module}."""
-    from autograder.registry import STAGES
+    from autograder.curriculum import STAGES
 
     sys.path.insert(0, str(ROOT / "solutions"))
     try:
@@ -47,9 +54,23 @@ def ref():
 @pytest.fixture(scope="session")
 def reference_observations():
     """What every probe the registry uses returns for the reference, on cpu and meta: {Task: observation}."""
-    from autograder.grade import plan
-    from autograder.registry import all_checks
-    from autograder.runner import run_tasks
-    from autograder.submission import open_submission
+    from autograder.grading.grade import plan
+    from autograder.grading.registry import all_checks
+    from autograder.intake.submission import open_submission
+    from autograder.sandbox.runner import run_tasks
 
     return run_tasks(open_submission(ROOT / "solutions"), plan(all_checks(), {"cpu", "meta"})).observations
+
+
+# The longest units of work first. The suite runs on every core (pytest-xdist, --dist loadscope):
+# each module (or class) goes whole to one worker, so one of these minutes-long units started last
+# would leave the other workers idle while it runs alone.
+LONGEST_FIRST = ("test_nbgrader.py", "test_zoo_hostile.py::TestAsRoot", "test_zoo_hostile.py::TestAsUser",
+                 "test_zoo.py", "test_degenerate_zoo.py", "test_grade_all.py", "test_classroom.py")
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        return next((i for i, unit in enumerate(LONGEST_FIRST) if unit in item.nodeid), len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: within a unit, and for the rest, the order stays as collected

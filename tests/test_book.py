@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import book
+from autograder.public import book
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"

@@ -9,8 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import yaml
 
-from autograder.course import reference_code
-from autograder.registry import STAGES, max_points
+from autograder.authoring.course import reference_code
+from autograder.curriculum import STAGES
+from autograder.grading.registry import max_points
 from tests.test_public_checks import PytestRun
 
 GRADER = "classroom-resources/autograding-command-grader@v1"

@@ -5,13 +5,16 @@ import json
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder.build import BuildError, planned_files, strip_solutions
+from autograder.authoring.build import planned_files
+from autograder.authoring.course import DEFAULT_ASSIGNMENT, init_course, notebook_name, planned_course
 from autograder.cli import main
-from autograder.course import DEFAULT_ASSIGNMENT, init_course, notebook_name, planned_course
-from autograder.grade import plan
-from autograder.notebooks import module_of, source_text
-from autograder.registry import STAGES, all_checks
-from autograder.runner import worst_case_s
+from autograder.curriculum import STAGES
+from autograder.errors import BuildError
+from autograder.grading.grade import plan
+from autograder.grading.registry import all_checks
+from autograder.intake.notebooks import module_of, source_text
+from autograder.markers import strip_solutions
+from autograder.sandbox.runner import worst_case_s
 
 SOURCE = f"source/{DEFAULT_ASSIGNMENT}"
 

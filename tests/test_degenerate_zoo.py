@@ -5,9 +5,11 @@ lose points, except where float64 keeps them for a reason written down here.
 """
 import pytest
 
-from autograder.forkserver import ForkServer
-from autograder.grade import ERROR, grade
-from autograder.zoo import DEGENERATIONS, assemble_degenerate, graded_callables, stages_for
+from autograder.curriculum import stages_using
+from autograder.grading.grade import grade
+from autograder.grading.results import ERROR
+from autograder.sandbox.forkserver import ForkServer
+from tools.zoo import DEGENERATIONS, assemble_degenerate, graded_callables
 
 CALLABLES = graded_callables()
 CASES = [(module, name, kind, how) for module, name, kind in CALLABLES for how in DEGENERATIONS]
@@ -39,7 +41,7 @@ def test_every_callable_of_every_stage_is_covered():
 
 @pytest.mark.parametrize("module, name, kind, how", CASES, ids=[f"{n}-{h}" for _, n, _, h in CASES])
 def test_degenerate_submission(module, name, kind, how, tmp_path, server):
-    graded = grade(assemble_degenerate(module, name, kind, how, tmp_path), stages=stages_for(module), server=server)
+    graded = grade(assemble_degenerate(module, name, kind, how, tmp_path), stages=stages_using(module), server=server)
     errors = [r.id for r in graded.results if r.status == ERROR]
     assert not errors, f"{name} returning {how}: the grader failed on {errors}:\n" + "\n".join(
         trace for _, _, trace in graded.grader_errors)

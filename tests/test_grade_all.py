@@ -11,13 +11,13 @@ import zipfile
 
 import pytest
 
-from autograder import grade_all as grade_all_module
-from autograder.forkserver import GradingError
-from autograder.grade_all import UsageError, csv_text, discover, grade_all
-from autograder.progress import Progress
-from autograder.registry import max_points
-from autograder.summary import bins, text_summary
-from autograder.workspace import proc_stat
+from autograder.delivery.classrun import grade_all as grade_all_module
+from autograder.delivery.classrun.grade_all import csv_text, discover, grade_all
+from autograder.delivery.classrun.progress import Progress
+from autograder.delivery.classrun.summary import bins, text_summary
+from autograder.errors import GradingError, UsageError
+from autograder.grading.registry import max_points
+from autograder.sandbox.linux import proc_stat
 
 STAGES = [1, 3]  # enough to tell right from wrong, quick to grade
 SLOW = "import time\ntime.sleep(0.6)  # a slow import: the kill lands while the class is being graded\n"
@@ -195,10 +195,11 @@ def test_a_second_grade_all_on_the_same_records_is_refused(klass, tmp_path):
 
 
 def test_the_csv_keeps_a_row_for_every_student_in_name_order():
-    from autograder.grade_all import Entry
+    from autograder.delivery.classrun.grade_all import Entry
+    from autograder.grading.results import Record
 
     entries = [Entry(n, None) for n in ("a", "b", "c")]
-    recs = {"c": {"extra_data": {"stage_points": {"1": 11}, "problem": ""}}}
+    recs = {"c": Record({"extra_data": {"stage_points": {"1": 11}, "problem": ""}})}
     text = csv_text(entries, recs, [1], {"a": "grading failed"})
     assert text == "student,total,out_of,stage1,problem\na,,11,,grading failed\nc,11,11,11,\n"
 
@@ -225,7 +226,7 @@ def test_progress_shows_count_rate_and_time_left():
 
 
 def test_the_class_benchmark_runs_end_to_end(capsys):
-    from autograder.bench_class import main as bench
+    from tools.bench_class import main as bench
 
     bench(["--students", "4", "--jobs", "1"])
     out = capsys.readouterr().out

@@ -8,10 +8,11 @@ import shutil
 import pytest
 
 from autograder import cli
-from autograder import grade_all as grade_all_module
-from autograder.grade import ERROR, GRADER_ERROR, grade
-from autograder.grade_all import grade_all
-from autograder.registry import REGISTRY, Fail, all_checks, max_points
+from autograder.delivery.classrun import grade_all as grade_all_module
+from autograder.delivery.classrun.grade_all import grade_all
+from autograder.grading.grade import grade
+from autograder.grading.registry import Fail, all_checks, max_points, registry
+from autograder.grading.results import ERROR, GRADER_ERROR
 
 BROKEN = "s1.scores"
 
@@ -19,15 +20,14 @@ BROKEN = "s1.scores"
 def break_judge(monkeypatch, when=lambda obs: True):
     """Replace the judge of BROKEN with one that has a bug (it divides by zero) ``when`` it sees an
     observation it likes; it fails the check normally otherwise."""
-    all_checks()  # fills the registry
-    check = REGISTRY[BROKEN]
+    check = registry()[BROKEN]
 
     def buggy(obs, golden):
         if when(obs):
             return 1 / 0
         raise Fail("wrong scores")
 
-    monkeypatch.setitem(REGISTRY, BROKEN, dataclasses.replace(check, judge=buggy))
+    monkeypatch.setitem(registry(), BROKEN, dataclasses.replace(check, judge=buggy))
 
 
 def test_a_judge_bug_is_the_graders_error_of_that_check_alone(monkeypatch, root):
@@ -55,7 +55,7 @@ def test_grade_writes_every_check_says_so_and_exits_with_its_own_status(monkeypa
     test = next(t for t in data["tests"] if t["number"] == BROKEN)
     assert test["status"] == "failed" and test["extra_data"] == {"grader_error": True}
     assert test["output"] == GRADER_ERROR and data["extra_data"] == {"regrade": [BROKEN]}
-    assert data["score"] == max_points(1) - REGISTRY[BROKEN].points
+    assert data["score"] == max_points(1) - registry()[BROKEN].points
 
 
 def rows(out):
@@ -75,7 +75,7 @@ def test_grade_all_keeps_the_other_points_marks_the_row_and_a_fixed_kit_regrades
     out, log = tmp_path / "grades.csv", []
     assert grade_all(folder, out, stages=[1], log=log.append) == 1  # one student needs attention
     first = rows(out)
-    assert first["ann"]["total"] == str(max_points(1) - REGISTRY[BROKEN].points)  # her other points are kept
+    assert first["ann"]["total"] == str(max_points(1) - registry()[BROKEN].points)  # her other points are kept
     assert "grader error in s1.scores" in first["ann"]["problem"] and first["ben"]["problem"] == ""
     assert "ann: grader error in s1.scores on cpu" in capsys.readouterr().err  # for the instructor, with the trace
     record = json.loads((tmp_path / "grades-results" / "ann.json").read_text())
@@ -116,8 +116,8 @@ def test_the_zeros_placeholder_is_graded_and_loses_only_what_it_must(make_submis
 
 @pytest.mark.parametrize("observation", [None, {"book": None}, {"book": [1, 2]}, {}])
 def test_an_observation_unlike_the_references_fails_in_the_students_terms(observation):
-    from autograder.grade import FAILED, judge
+    from autograder.grading.grade import judge
+    from autograder.grading.results import FAILED
 
-    all_checks()
-    verdict = judge(REGISTRY["s1.scores"], observation, {"extra": None}, "cpu")
+    verdict = judge(registry()["s1.scores"], observation, {"extra": None}, "cpu")
     assert verdict.status == FAILED and verdict.text and "Traceback" not in verdict.text

@@ -10,7 +10,8 @@ import zipfile
 import jsonschema
 import pytest
 
-from autograder.registry import REGISTRY, all_checks, max_points
+from autograder.grading.registry import all_checks, max_points, registry
+from autograder.paths import runtime_files
 
 STAGES = [1, 3]  # two stages keep it fast; stage 3 has a visible check, stage 1 none
 
@@ -102,7 +103,7 @@ def autograde(exported, tmp_path, fill, break_kit=None):
 
 
 def stage_of(test):
-    return REGISTRY[test["number"]].stage
+    return registry()[test["number"]].stage
 
 
 def test_reference_gets_full_marks_with_each_checks_visibility(exported, tmp_path, root):
@@ -114,7 +115,7 @@ def test_reference_gets_full_marks_with_each_checks_visibility(exported, tmp_pat
     assert [t["number"] for t in results["tests"]] == [c.id for c in all_checks(set(STAGES))]
     for t in results["tests"]:
         assert t["status"] == "passed" and t["score"] == t["max_score"], t
-        assert t["visibility"] == REGISTRY[t["number"]].visibility
+        assert t["visibility"] == registry()[t["number"]].visibility
     assert {t["visibility"] for t in results["tests"]} == {"visible", "after_published"}
 
 
@@ -145,7 +146,7 @@ def test_empty_submission_tells_the_student_what_to_upload(exported, tmp_path):
 def test_grader_failure_says_so_and_exits_1(exported, tmp_path, root):
     proc, results = autograde(exported, tmp_path, lambda sub: shutil.copytree(
         root / "solutions" / "attention_lab", sub / "attention_lab"),
-        break_kit=lambda kit: (kit / "autograder" / "golden" / "golden.pt").unlink())
+        break_kit=lambda kit: (kit / "autograder" / "grading" / "golden" / "golden.pt").unlink())
     assert proc.returncode == 1
     assert results["score"] == 0 and "not your fault" in results["output"] and results["tests"] == []
     assert "Traceback" in proc.stdout  # for the staff, in Gradescope's hidden stdout
@@ -155,14 +156,15 @@ def test_zip_holds_the_scripts_and_the_kit_and_no_solutions(exported, tmp_path, 
     with zipfile.ZipFile(exported) as z:
         names = z.namelist()
         modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
-        golden = {name: z.read(f"kit/autograder/golden/{name}") for name in ("golden.pt", "forms.json")}
+        golden = {name: z.read(f"kit/autograder/grading/golden/{name}") for name in ("golden.pt", "forms.json")}
         config = json.loads(z.read("kit/gradescope.json"))
         setup = z.read("setup.sh").decode()
     assert not [n for n in names if "solutions" in n.split("/") or "__pycache__" in n or n.endswith(".pyc")]
-    shipped = {f"kit/{p.relative_to(root).as_posix()}" for p in (root / "autograder").rglob("*.py")
-               if "__pycache__" not in p.parts}
-    assert shipped <= set(names)
-    assert golden == {name: (root / "autograder" / "golden" / name).read_bytes() for name in golden}
+    kit = sorted(n for n in names if n.startswith("kit/autograder/"))
+    assert kit == sorted(f"kit/{p.relative_to(root).as_posix()}" for p in runtime_files())  # the runtime package
+    assert {p.relative_to(root).parts[0] for p in runtime_files()} == {"autograder"}
+    assert not [n for n in names if "bench" in n or "zoo" in n or n.startswith(("kit/tests/", "kit/tools/"))]
+    assert golden == {name: (root / "autograder" / "grading" / "golden" / name).read_bytes() for name in golden}
     assert config == {"stages": STAGES}
     pin = next(line.split("#")[0].strip() for line in (root / "constraints.txt").read_text().splitlines()
                if line.startswith("torch=="))

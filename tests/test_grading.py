@@ -5,8 +5,10 @@ import sys
 
 import pytest
 
-from autograder.grade import SubmissionError, grade
-from autograder.registry import STAGES, all_checks, max_points
+from autograder.curriculum import STAGES
+from autograder.errors import SubmissionError
+from autograder.grading.grade import grade
+from autograder.grading.registry import all_checks, max_points
 
 
 def by_id(results):
@@ -95,7 +97,7 @@ def test_cli_bad_submission_exits_nonzero_with_message(root, args):
 
 def test_every_check_is_accounted_for_even_without_a_result(monkeypatch, root):
     """A check whose observation never came back fails with a message; none is silently dropped."""
-    from autograder import grade as grading
+    from autograder.grading import grade as grading
 
     real = grading.run_tasks
 

@@ -14,11 +14,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.feedback import problem
-from autograder.golden import load_golden
-from autograder.grade import ERROR, FAILED, judge
-from autograder.registry import all_checks
-from autograder.runner import Task
+from autograder.grading.golden import load_golden
+from autograder.grading.grade import judge
+from autograder.grading.registry import all_checks
+from autograder.grading.results import ERROR, FAILED
+from autograder.public.feedback import problem
+from autograder.sandbox.protocol import Task
 
 EXAMPLES = 30  # per check and device; every judge together takes about a minute on two cores
 

@@ -27,14 +27,16 @@ import pytest
 import torch
 from nbgrader.api import Gradebook
 
-from autograder.build import BEGIN, END, HIDDEN_BEGIN, planned_files
-from autograder.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
-from autograder.course import hand_in, notebook_name, reference_code
-from autograder.golden import load_golden
-from autograder.grade import grade
-from autograder.notebooks import module_of, source_text
-from autograder.registry import STAGES, max_points
-from autograder.report import stage_totals
+from autograder.authoring.build import planned_files
+from autograder.authoring.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
+from autograder.authoring.course import hand_in, notebook_name, reference_code
+from autograder.curriculum import STAGES
+from autograder.grading.golden import load_golden
+from autograder.grading.grade import grade
+from autograder.grading.registry import max_points
+from autograder.grading.results import stage_totals
+from autograder.intake.notebooks import module_of, source_text
+from autograder.markers import BEGIN, END, HIDDEN_BEGIN
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "attention_lab"
@@ -119,7 +121,7 @@ def gradebook(course):
 
 
 def kit_points(folder):
-    return {stage: points for stage, (points, *_) in stage_totals(grade(folder).results).items()}
+    return {stage: t.points for stage, t in stage_totals(grade(folder).results).items()}
 
 
 def test_release_has_no_solution_and_no_hidden_check(course):
@@ -240,7 +242,7 @@ def hidden_numbers():
 
 def public_numbers():
     """Numbers the book prints: feedback may show those."""
-    text = (ROOT / "autograder" / "book.py").read_text()
+    text = (ROOT / "autograder" / "public" / "book.py").read_text()
     return set(re.findall(r"-?\d+\.\d{4}\b", text)) | {f"{float(v):.4f}" for v in re.findall(r"-?\d+\.\d+", text)}
 
 

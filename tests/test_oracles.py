@@ -1,6 +1,6 @@
 """The reference of stages 6 to 8 against PyTorch's own layers, on every device this machine has.
 
-The stage 7 and 8 judges compare a student's outputs with ``autograder.oracles`` (PyTorch's layers
+The stage 7 and 8 judges compare a student's outputs with ``autograder.public.oracles`` (PyTorch's layers
 loaded with the probes' weights). These tests hold the reference itself to the same oracles
 directly, in this process, on the CPU and on CUDA when present, and check the oracles'
 translation of weights and masks by building the layers in a second way.
@@ -10,10 +10,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder import oracles
-from autograder.checks.stage8 import projections
+from autograder.grading.checks.stage8 import projections
 from autograder.probes import stage6, stage7, stage8
 from autograder.probes.common import load_by_name
+from autograder.public import oracles
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA here"))]
 ATOL = 1e-5

@@ -1,4 +1,4 @@
-"""Stage 8's speed measurement (``autograder/speed.py``): its verdicts, and the premise that the
+"""Stage 8's speed measurement (``autograder/public/speed.py``): its verdicts, and the premise that the
 grading size makes stage 4's layer lose clearly to the kit's fast reference.
 
 Timings are not asserted to any number here, only compared within one process: the premise test
@@ -8,8 +8,8 @@ tell a hand-written layer from a fast one.
 import pytest
 import torch
 
-from autograder import speed
 from autograder.probes.common import load_by_name
+from autograder.public import speed
 
 
 def report(student_ms, kit_ms, max_diff=0.0, scale=1.0, cores=1.0):

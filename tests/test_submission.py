@@ -5,10 +5,11 @@ import shutil
 import pytest
 
 from autograder.cli import main
-from autograder.grade import SubmissionError, grade
-from autograder.notebooks import module_cell, module_of, modules_in
-from autograder.registry import max_points
-from autograder.report import stage_totals
+from autograder.errors import SubmissionError
+from autograder.grading.grade import grade
+from autograder.grading.registry import max_points
+from autograder.grading.results import stage_totals
+from autograder.intake.notebooks import module_cell, module_of, modules_in
 
 
 def write_notebook(path, *sources):
@@ -19,7 +20,7 @@ def write_notebook(path, *sources):
 
 
 def points(results):
-    return {stage: p for stage, (p, *_) in stage_totals(results).items()}
+    return {stage: t.points for stage, t in stage_totals(results).items()}
 
 
 def test_module_cells_are_recognised_only_in_their_exact_form():

@@ -19,16 +19,6 @@ import pytest
 TESTS_DIR = Path(__file__).resolve().parent
 DEFAULT_FOLDER = TESTS_DIR.parent
 ENV_VAR = "ATTENTION_LAB_SUBMISSION"
-STAGES = {
-    1: "attention without trainable weights (simple.py)",
-    2: "self-attention with trainable weights (self_attention.py)",
-    3: "causal attention and dropout (causal.py)",
-    4: "multi-head attention (multihead.py)",
-    5: "the mask as a buffer (buffers.py)",
-    6: "self-attention as model code writes it (practical.py)",
-    7: "Transformer encoder and decoder layers (transformer.py)",
-    8: "attention as current models run it (modern.py)",
-}
 
 
 def submission_folder():
@@ -77,8 +67,11 @@ _PACKAGE = pytest.StashKey()
 
 
 def pytest_configure(config):
-    for number, title in STAGES.items():
-        config.addinivalue_line("markers", f"stage{number}: stage {number}, {title}")
+    _put_first(TESTS_DIR)  # curriculum.py, feedback.py, lab_checks.py ... sit beside this file
+    from curriculum import STAGES  # the kit's stage list, copied here by the build
+
+    for number, stage in STAGES.items():
+        config.addinivalue_line("markers", f"stage{number}: stage {number}, {stage.title} ({stage.module}.py)")
     config.stash[_PACKAGE] = _use_submission(submission_folder())
 
 

@@ -11,10 +11,9 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..book import BATCH, INPUTS  # noqa: F401  (the chapter's inputs: public data the probes use)
-from ..feedback import error_record, problem
+from ..public.book import BATCH, INPUTS  # noqa: F401  (the chapter's inputs: public data the probes use)
+from ..public.feedback import error_record, problem
 
-PROBES: dict = {}
 SUBMISSION_ROOT = Path(".")  # set by Lab: where the student's files are, to locate errors in them
 
 
@@ -26,12 +25,23 @@ class Probe:
     library_attention: bool  # may call F.scaled_dot_product_attention / nn.MultiheadAttention
 
 
-def probe(name, golden=False, library_attention=False):
-    def register(fn):
-        PROBES[name] = Probe(name, fn, golden, library_attention)
-        return fn
+class Probes(dict):
+    """The probes one module declares, name -> ``Probe``: ``@PROBES.add(name)`` declares one, and
+    ``autograder.probes.load`` gathers every module's. Declaring changes nothing outside the module."""
 
-    return register
+    def __init__(self, **defaults):
+        super().__init__()
+        self.defaults = defaults  # e.g. library_attention=True for a whole stage
+
+    def add(self, name, golden=False, **options):
+        def declare(fn):
+            if name in self:
+                raise ValueError(f"probe {name!r} is declared twice")
+            settings = {"library_attention": False, **self.defaults, **options}
+            self[name] = Probe(name, fn, golden, settings["library_attention"])
+            return fn
+
+        return declare
 
 
 class ProbeError(Exception):

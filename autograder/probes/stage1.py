@@ -1,7 +1,9 @@
 """Stage 1 probes: the functions of simple.py on the book's inputs and on fresh ones."""
 import torch
 
-from .common import INPUTS, attempt, plain, probe, randn
+from .common import INPUTS, Probes, attempt, plain, randn
+
+PROBES = Probes()
 
 EXTRA = randn(5, 4, seed=1)  # inputs nobody printed: a memorised answer does not fit these
 
@@ -16,12 +18,12 @@ def _book_and_extra(lab, device, name, book_args, extra_args):
     return {"book": attempt(_call, lab, name, *dev[0]), "extra": attempt(_call, lab, name, *dev[1])}
 
 
-@probe("s1.scores_loop", golden=True)
+@PROBES.add("s1.scores_loop", golden=True)
 def scores_loop(lab, device):
     return _book_and_extra(lab, device, "attention_scores_loop", (INPUTS, INPUTS[1]), (EXTRA, EXTRA[3]))
 
 
-@probe("s1.scores", golden=True)
+@PROBES.add("s1.scores", golden=True)
 def scores(lab, device):
     return _book_and_extra(lab, device, "attention_scores", (INPUTS, INPUTS[1]), (EXTRA, EXTRA[3]))
 
@@ -29,12 +31,12 @@ def scores(lab, device):
 BOOK_SCORES_2 = INPUTS @ INPUTS[1]  # the scores of query 2, computed by the kit itself
 
 
-@probe("s1.normalize_by_sum", golden=True)
+@PROBES.add("s1.normalize_by_sum", golden=True)
 def normalize_by_sum(lab, device):
     return _book_and_extra(lab, device, "normalize_by_sum", (BOOK_SCORES_2,), (EXTRA[0].abs(),))
 
 
-@probe("s1.softmax_naive", golden=True)
+@PROBES.add("s1.softmax_naive", golden=True)
 def softmax_naive(lab, device):
     return _book_and_extra(lab, device, "softmax_naive", (BOOK_SCORES_2,), (EXTRA,))  # 2-D: over the last dim
 
@@ -42,25 +44,25 @@ def softmax_naive(lab, device):
 LARGE = torch.tensor([[1000.0, 1001.0, 999.0, 0.0], [-1000.0, -1001.0, -999.5, -2000.0]])
 
 
-@probe("s1.softmax_stable", golden=True)
+@PROBES.add("s1.softmax_stable", golden=True)
 def softmax_stable(lab, device):
     out = _book_and_extra(lab, device, "softmax_stable", (BOOK_SCORES_2,), (EXTRA,))
     out["large"] = attempt(_call, lab, "softmax_stable", LARGE.to(device))
     return out
 
 
-@probe("s1.context_vector", golden=True)
+@PROBES.add("s1.context_vector", golden=True)
 def context_vector(lab, device):
     weights = torch.softmax(BOOK_SCORES_2, dim=0)
     extra_w = torch.softmax(EXTRA[:, 0], dim=0)
     return _book_and_extra(lab, device, "context_vector", (INPUTS, weights), (EXTRA, extra_w))
 
 
-@probe("s1.attention_weights_all", golden=True)
+@PROBES.add("s1.attention_weights_all", golden=True)
 def attention_weights_all(lab, device):
     return _book_and_extra(lab, device, "attention_weights_all", (INPUTS,), (EXTRA,))
 
 
-@probe("s1.context_vectors_all", golden=True)
+@PROBES.add("s1.context_vectors_all", golden=True)
 def context_vectors_all(lab, device):
     return _book_and_extra(lab, device, "context_vectors_all", (INPUTS,), (EXTRA,))

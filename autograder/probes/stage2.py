@@ -1,13 +1,15 @@
 """Stage 2 probes: self-attention with trainable weights."""
 import torch
 
-from .common import INPUTS, attempt, forward, gradient_report, load_by_name, plain, probe, qkv_weights, randn
+from .common import INPUTS, Probes, attempt, forward, gradient_report, load_by_name, plain, qkv_weights, randn
+
+PROBES = Probes()
 
 D_IN, D_OUT = 5, 4  # d_in != d_out: a transposed weight cannot hide
 X = randn(7, D_IN, seed=2)
 
 
-@probe("s2.one_query", golden=True)
+@PROBES.add("s2.one_query", golden=True)
 def one_query(lab, device):
     def run(*args):
         W_query, W_key, W_value, inputs, x_query = [a.clone() for a in args]
@@ -34,12 +36,12 @@ def _seeded(lab, cls_name, seed, device):
     return attempt(run)
 
 
-@probe("s2.v1.seeded")
+@PROBES.add("s2.v1.seeded")
 def v1_seeded(lab, device):
     return {"out": _seeded(lab, "SelfAttention_v1", 123, device)}
 
 
-@probe("s2.v2.seeded")
+@PROBES.add("s2.v2.seeded")
 def v2_seeded(lab, device):
     return {"out": _seeded(lab, "SelfAttention_v2", 789, device)}
 
@@ -48,7 +50,7 @@ V1_WEIGHTS = {name: randn(D_IN, D_OUT, seed=50 + i, scale=0.5)
               for i, name in enumerate(("W_query", "W_key", "W_value"))}
 
 
-@probe("s2.v1.known_weights", golden=True)
+@PROBES.add("s2.v1.known_weights", golden=True)
 def v1_known(lab, device):
     def run():
         module = lab.self_attention.SelfAttention_v1(D_IN, D_OUT)
@@ -59,7 +61,7 @@ def v1_known(lab, device):
     return attempt(run)
 
 
-@probe("s2.v2.known_weights", golden=True)
+@PROBES.add("s2.v2.known_weights", golden=True)
 def v2_known(lab, device):
     def run(bias):
         module = lab.self_attention.SelfAttention_v2(D_IN, D_OUT, qkv_bias=bias)
@@ -72,7 +74,7 @@ def v2_known(lab, device):
     return {"no_bias": attempt(run, False), "bias": attempt(run, True)}
 
 
-@probe("s2.copy")
+@PROBES.add("s2.copy")
 def copy_v2_into_v1(lab, device):
     def run():
         sa = lab.self_attention
@@ -85,7 +87,7 @@ def copy_v2_into_v1(lab, device):
     return attempt(run)
 
 
-@probe("s2.gradients")
+@PROBES.add("s2.gradients")
 def gradients(lab, device):
     def run(cls_name, *args):
         module = getattr(lab.self_attention, cls_name)(*args).to(device)

@@ -2,9 +2,11 @@
 import torch
 import torch.nn as nn
 
-from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, INPUTS, attempt, device_report, dropout_report,
-                     dropout_weights, eval_report, forward, gradient_report, leak_report, load_by_name,
-                     plain, probe, qkv_weights, randn, shape_reports, state_dict_report)
+from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, INPUTS, Probes, attempt, device_report, dropout_report,
+                     dropout_weights, eval_report, forward, gradient_report, leak_report, load_by_name, plain,
+                     qkv_weights, randn, shape_reports, state_dict_report)
+
+PROBES = Probes()
 
 D_IN, D_OUT, CONTEXT = 5, 4, 8
 
@@ -28,12 +30,12 @@ def _mask_probe(lab, device, name):
     return {"book": attempt(run, book_scores(), 2), "extra": attempt(run, EXTRA_SCORES, 4)}
 
 
-@probe("s3.mask_multiply", golden=True)
+@PROBES.add("s3.mask_multiply", golden=True)
 def mask_multiply(lab, device):
     return _mask_probe(lab, device, "causal_weights_by_multiplication")
 
 
-@probe("s3.mask_fill", golden=True)
+@PROBES.add("s3.mask_fill", golden=True)
 def mask_fill(lab, device):
     return _mask_probe(lab, device, "causal_weights_by_fill")
 
@@ -47,7 +49,7 @@ def build_causal(lab, cls_name="CausalAttention", module="causal"):
     return build
 
 
-@probe("s3.causal.seeded")
+@PROBES.add("s3.causal.seeded")
 def causal_seeded(lab, device):
     def run():
         torch.manual_seed(123)
@@ -66,7 +68,7 @@ def known_forward(build, bias, device, prefix=""):
     return forward(module.to(device).eval(), X.to(device))
 
 
-@probe("s3.causal.known_weights", golden=True)
+@PROBES.add("s3.causal.known_weights", golden=True)
 def causal_known(lab, device):
     build = build_causal(lab)
     return {"no_bias": attempt(known_forward, build, False, device),
@@ -87,17 +89,17 @@ def expected_shape(cfg):
     return [b, t, cfg.get("d_out", D_OUT)]
 
 
-@probe("s3.causal.shapes")
+@PROBES.add("s3.causal.shapes")
 def causal_shapes(lab, device):
     return {"reports": shape_reports(build_causal(lab), SHAPE_CONFIGS, device)}
 
 
-@probe("s3.causal.leak")
+@PROBES.add("s3.causal.leak")
 def causal_leak(lab, device):
     return attempt(lambda: leak_report(build_causal(lab)({"context": 6}), D_IN, 6, device))
 
 
-@probe("s3.causal.mask_buffer")
+@PROBES.add("s3.causal.mask_buffer")
 def causal_mask_buffer(lab, device):
     def run():
         module = build_causal(lab)({})
@@ -112,7 +114,7 @@ def causal_mask_buffer(lab, device):
     return attempt(run)
 
 
-@probe("s3.causal.dropout")
+@PROBES.add("s3.causal.dropout")
 def causal_dropout(lab, device):
     T = DROPOUT_TOKENS
 
@@ -123,25 +125,25 @@ def causal_dropout(lab, device):
     return {"out": attempt(run)}
 
 
-@probe("s3.causal.eval")
+@PROBES.add("s3.causal.eval")
 def causal_eval(lab, device):
     build = build_causal(lab)
     return attempt(eval_report, lambda p: build({"dropout": p}), qkv_weights(D_IN, D_OUT, seed=90, bias=False),
                    device)
 
 
-@probe("s3.causal.device")
+@PROBES.add("s3.causal.device")
 def causal_device(lab, device):
     build = build_causal(lab)
     return attempt(device_report, lambda: build({}), qkv_weights(D_IN, D_OUT, seed=95, bias=False), device, D_IN)
 
 
-@probe("s3.causal.gradients")
+@PROBES.add("s3.causal.gradients")
 def causal_gradients(lab, device):
     return attempt(lambda: gradient_report(build_causal(lab)({"bias": True}).to(device), X.to(device)))
 
 
-@probe("s3.causal.state_dict")
+@PROBES.add("s3.causal.state_dict")
 def causal_state_dict(lab, device):
     build = build_causal(lab)
     return attempt(state_dict_report, lambda: build({}), device, D_IN)

@@ -2,10 +2,12 @@
 import torch
 import torch.nn as nn
 
-from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, ProbeError, attempt, device_report, dropout_report,
-                     dropout_weights, eval_report, forward, gradient_report, leak_report, linear_weights,
-                     load_by_name, probe, qkv_weights, raised, randn, shape_reports)
+from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, attempt, device_report, dropout_report,
+                     dropout_weights, eval_report, forward, gradient_report, leak_report, linear_weights, load_by_name,
+                     qkv_weights, raised, randn, shape_reports)
 from .stage3 import D_IN, X
+
+PROBES = Probes()
 
 CONTEXT = 8
 
@@ -28,12 +30,12 @@ def _seeded(lab, cls_name, device):
     return {"out": attempt(run)}
 
 
-@probe("s4.wrapper.seeded")
+@PROBES.add("s4.wrapper.seeded")
 def wrapper_seeded(lab, device):
     return _seeded(lab, "MultiHeadAttentionWrapper", device)
 
 
-@probe("s4.mha.seeded")
+@PROBES.add("s4.mha.seeded")
 def mha_seeded(lab, device):
     return _seeded(lab, "MultiHeadAttention", device)
 
@@ -45,7 +47,7 @@ def wrapper_weights(heads, d_out, bias):
     return weights
 
 
-@probe("s4.wrapper.known_weights", golden=True)
+@PROBES.add("s4.wrapper.known_weights", golden=True)
 def wrapper_known(lab, device):
     def run(heads, bias):
         module = build_mha(lab, "MultiHeadAttentionWrapper", d_out_default=3)({"heads": heads, "bias": bias})
@@ -55,7 +57,7 @@ def wrapper_known(lab, device):
     return {"heads3": attempt(run, 3, False), "heads1_bias": attempt(run, 1, True)}
 
 
-@probe("s4.wrapper.structure")
+@PROBES.add("s4.wrapper.structure")
 def wrapper_structure(lab, device):
     def run(heads):
         module = build_mha(lab, "MultiHeadAttentionWrapper", d_out_default=3)({"heads": heads})
@@ -77,7 +79,7 @@ WRAPPER_SHAPES = [
 ]
 
 
-@probe("s4.wrapper.shapes")
+@PROBES.add("s4.wrapper.shapes")
 def wrapper_shapes(lab, device):
     return {"reports": shape_reports(build_mha(lab, "MultiHeadAttentionWrapper"), WRAPPER_SHAPES, device)}
 
@@ -88,7 +90,7 @@ def mha_weights(d_out, bias, seed=300):
     return weights
 
 
-@probe("s4.mha.known_weights", golden=True)
+@PROBES.add("s4.mha.known_weights", golden=True)
 def mha_known(lab, device):
     def run(heads, d_out, bias):
         module = build_mha(lab, "MultiHeadAttention")({"heads": heads, "d_out": d_out, "bias": bias})
@@ -106,17 +108,17 @@ MHA_SHAPES = [
 ]
 
 
-@probe("s4.mha.shapes")
+@PROBES.add("s4.mha.shapes")
 def mha_shapes(lab, device):
     return {"reports": shape_reports(build_mha(lab, "MultiHeadAttention"), MHA_SHAPES, device)}
 
 
-@probe("s4.mha.divisibility")
+@PROBES.add("s4.mha.divisibility")
 def mha_divisibility(lab, device):
     return attempt(raised, lambda: lab.multihead.MultiHeadAttention(4, 6, 8, 0.0, num_heads=4))
 
 
-@probe("s4.mha.structure")
+@PROBES.add("s4.mha.structure")
 def mha_structure(lab, device):
     def run():
         module = build_mha(lab, "MultiHeadAttention")({"heads": 2, "d_out": 6})
@@ -131,12 +133,12 @@ def mha_structure(lab, device):
     return attempt(run)
 
 
-@probe("s4.mha.leak")
+@PROBES.add("s4.mha.leak")
 def mha_leak(lab, device):
     return attempt(lambda: leak_report(build_mha(lab, "MultiHeadAttention")({"context": 6}), D_IN, 6, device))
 
 
-@probe("s4.mha.dropout")
+@PROBES.add("s4.mha.dropout")
 def mha_dropout(lab, device):
     T = DROPOUT_TOKENS
 
@@ -151,19 +153,19 @@ def mha_dropout(lab, device):
     return {"out": attempt(run)}
 
 
-@probe("s4.mha.eval")
+@PROBES.add("s4.mha.eval")
 def mha_eval(lab, device):
     build = build_mha(lab, "MultiHeadAttention")
     return attempt(eval_report, lambda p: build({"dropout": p}), mha_weights(4, False, seed=400), device)
 
 
-@probe("s4.mha.device")
+@PROBES.add("s4.mha.device")
 def mha_device(lab, device):
     build = build_mha(lab, "MultiHeadAttention")
     return attempt(device_report, lambda: build({}), mha_weights(4, False, seed=410), device, D_IN)
 
 
-@probe("s4.mha.gradients")
+@PROBES.add("s4.mha.gradients")
 def mha_gradients(lab, device):
     return attempt(lambda: gradient_report(
         build_mha(lab, "MultiHeadAttention")({"bias": True}).to(device), X.to(device)))
@@ -182,7 +184,7 @@ def pytorch_weights(bias):
     return weights
 
 
-@probe("s4.pytorch.known_weights", golden=True, library_attention=True)
+@PROBES.add("s4.pytorch.known_weights", golden=True, library_attention=True)
 def pytorch_known(lab, device):
     def run(bias):
         module = lab.multihead.MultiHeadAttentionPyTorch(E, E, 8, 0.0, num_heads=2, qkv_bias=bias)
@@ -208,13 +210,13 @@ def pytorch_known(lab, device):
             "parameters": attempt(parameters)}
 
 
-@probe("s4.pytorch.leak", library_attention=True)
+@PROBES.add("s4.pytorch.leak", library_attention=True)
 def pytorch_leak(lab, device):
     return attempt(lambda: leak_report(
         lab.multihead.MultiHeadAttentionPyTorch(E, E, 6, 0.0, num_heads=3), E, 6, device))
 
 
-@probe("s4.param_count")
+@PROBES.add("s4.param_count")
 def param_count(lab, device):
     def run():
         mh = lab.multihead

@@ -1,18 +1,20 @@
 """Stage 5 probes: the mask as a plain attribute versus a registered buffer."""
 import torch
 
-from .common import attempt, device_report, probe, qkv_weights, state_dict_report
+from .common import Probes, attempt, device_report, qkv_weights, state_dict_report
 from .stage3 import D_IN, D_OUT, build_causal, known_forward
+
+PROBES = Probes()
 
 WITHOUT, WITH = "CausalAttentionWithoutBuffers", "CausalAttentionWithBuffer"
 
 
-@probe("s5.forward", golden=True)
+@PROBES.add("s5.forward", golden=True)
 def forward_both(lab, device):
     return {cls: attempt(known_forward, build_causal(lab, cls, "buffers"), True, device) for cls in (WITHOUT, WITH)}
 
 
-@probe("s5.kinds")
+@PROBES.add("s5.kinds")
 def kinds(lab, device):
     def run(cls):
         module = build_causal(lab, cls, "buffers")({})
@@ -24,14 +26,14 @@ def kinds(lab, device):
     return {cls: attempt(run, cls) for cls in (WITHOUT, WITH)}
 
 
-@probe("s5.device")
+@PROBES.add("s5.device")
 def device(lab, device):
     weights = qkv_weights(D_IN, D_OUT, seed=600, bias=False)
     return {cls: attempt(device_report, lambda: build_causal(lab, cls, "buffers")({}), weights, device, D_IN)
             for cls in (WITHOUT, WITH)}
 
 
-@probe("s5.state_dict")
+@PROBES.add("s5.state_dict")
 def state_dict(lab, device):
     return {cls: attempt(state_dict_report, lambda: build_causal(lab, cls, "buffers")({}), device, D_IN)
             for cls in (WITHOUT, WITH)}

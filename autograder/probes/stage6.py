@@ -2,9 +2,10 @@
 import torch
 import torch.nn as nn
 
-from .common import (DROPOUT_P, DROPOUT_TOKENS, attempt, dropout_report, dropout_weights, eval_report,
-                     gradient_report, linear_weights, load_by_name, padding_report, plain, probe, raised,
-                     randn, shape_reports)
+from .common import (DROPOUT_P, DROPOUT_TOKENS, Probes, attempt, dropout_report, dropout_weights, eval_report,
+                     gradient_report, linear_weights, load_by_name, padding_report, plain, raised, randn, shape_reports)
+
+PROBES = Probes()
 
 DIM, HEADS = 8, 2
 X = randn(3, 5, DIM, seed=60)
@@ -43,7 +44,7 @@ def _run(module, device, x=X, mask=None):
     return plain(module(x) if mask is None else module(x, mask.to(device).clone()), "the output of forward")
 
 
-@probe("s6.softmax", golden=True)
+@PROBES.add("s6.softmax", golden=True)
 def masked_softmax(lab, device):
     scores = randn(3, 5, 5, seed=61, scale=3.0)
 
@@ -55,7 +56,7 @@ def masked_softmax(lab, device):
             "all_hidden": attempt(run, ALL_PADDED.unsqueeze(1))}
 
 
-@probe("s6.fused.known_weights", golden=True)
+@PROBES.add("s6.fused.known_weights", golden=True)
 def fused_known(lab, device):
     """Packed weights; the reference's output equals three separate projections (the kit's tests hold that)."""
     def run():
@@ -64,7 +65,7 @@ def fused_known(lab, device):
     return {"fused": attempt(run)}
 
 
-@probe("s6.fused.structure")
+@PROBES.add("s6.fused.structure")
 def fused_structure(lab, device):
     def run():
         module = _module(lab, "SelfAttentionFused", 6)
@@ -88,7 +89,7 @@ def build(lab, cls_name, *extra):
     return lambda cfg: _module(lab, cls_name, cfg.get("dim", DIM), *extra)
 
 
-@probe("s6.fused.shapes")
+@PROBES.add("s6.fused.shapes")
 def fused_shapes(lab, device):
     return {"reports": shape_reports(build(lab, "SelfAttentionFused"), FUSED_SHAPES, device)}
 
@@ -96,7 +97,7 @@ def fused_shapes(lab, device):
 MASK_CASES = {"none": None, "keys": KEYS, "pairs": PAIRS}
 
 
-@probe("s6.masked.known_weights", golden=True)
+@PROBES.add("s6.masked.known_weights", golden=True)
 def masked_known(lab, device):
     def run(mask):
         module = load_by_name(_module(lab, "MaskedSelfAttention", DIM, 0.0), separate_weights(QKV, 630))
@@ -105,7 +106,7 @@ def masked_known(lab, device):
     return {name: attempt(run, mask) for name, mask in MASK_CASES.items()}
 
 
-@probe("s6.masked.padding")
+@PROBES.add("s6.masked.padding")
 def masked_padding(lab, device):
     def run():
         module = load_by_name(_module(lab, "MaskedSelfAttention", DIM, 0.0), separate_weights(QKV, 640))
@@ -114,7 +115,7 @@ def masked_padding(lab, device):
     return attempt(run)
 
 
-@probe("s6.masked.mask_forms")
+@PROBES.add("s6.masked.mask_forms")
 def masked_mask_forms(lab, device):
     """A (batch, seq) padding mask and its (batch, seq, seq) expansion must act alike."""
     def run():
@@ -131,7 +132,7 @@ MASKED_SHAPES = [
 ]
 
 
-@probe("s6.masked.shapes")
+@PROBES.add("s6.masked.shapes")
 def masked_shapes(lab, device):
     return {"reports": shape_reports(build(lab, "MaskedSelfAttention", 0.0), MASKED_SHAPES, device)}
 
@@ -142,7 +143,7 @@ def causal_mask(batch_dims):
         *(1,) * batch_dims, DROPOUT_TOKENS, DROPOUT_TOKENS)
 
 
-@probe("s6.masked.dropout")
+@PROBES.add("s6.masked.dropout")
 def masked_dropout(lab, device):
     T = DROPOUT_TOKENS
 
@@ -154,7 +155,7 @@ def masked_dropout(lab, device):
     return {"out": attempt(run)}
 
 
-@probe("s6.masked.eval")
+@PROBES.add("s6.masked.eval")
 def masked_eval(lab, device):
     return attempt(eval_report, lambda p: _module(lab, "MaskedSelfAttention", DIM, p),
                    separate_weights(QKV, 660), device, d_in=DIM)
@@ -171,7 +172,7 @@ MHSA_CASES = {"none": None, "keys": KEYS[:, None, None, :], "shared": torch.tril
               "per_head": PER_HEAD}
 
 
-@probe("s6.mhsa.known_weights", golden=True)
+@PROBES.add("s6.mhsa.known_weights", golden=True)
 def mhsa_known(lab, device):
     def run(mask):
         return _run(load_by_name(mhsa(lab), separate_weights(PROJ, 670)), device, mask=mask)
@@ -179,7 +180,7 @@ def mhsa_known(lab, device):
     return {name: attempt(run, mask) for name, mask in MHSA_CASES.items()}
 
 
-@probe("s6.mhsa.broadcast")
+@PROBES.add("s6.mhsa.broadcast")
 def mhsa_broadcast(lab, device):
     """(batch, 1, 1, seq) must act like its expansion to every head and query."""
     def run():
@@ -190,7 +191,7 @@ def mhsa_broadcast(lab, device):
     return attempt(run)
 
 
-@probe("s6.mhsa.padding")
+@PROBES.add("s6.mhsa.padding")
 def mhsa_padding(lab, device):
     def run():
         module = load_by_name(mhsa(lab), separate_weights(PROJ, 690))
@@ -200,7 +201,7 @@ def mhsa_padding(lab, device):
     return attempt(run)
 
 
-@probe("s6.mhsa.structure")
+@PROBES.add("s6.mhsa.structure")
 def mhsa_structure(lab, device):
     def run():
         module = mhsa(lab, dim=12, heads=3)
@@ -213,7 +214,7 @@ def mhsa_structure(lab, device):
     return attempt(run)
 
 
-@probe("s6.mhsa.divisibility")
+@PROBES.add("s6.mhsa.divisibility")
 def mhsa_divisibility(lab, device):
     return attempt(raised, lambda: mhsa(lab, dim=10, heads=4))
 
@@ -225,13 +226,13 @@ MHSA_SHAPES = [
 ]
 
 
-@probe("s6.mhsa.shapes")
+@PROBES.add("s6.mhsa.shapes")
 def mhsa_shapes(lab, device):
     return {"reports": shape_reports(lambda cfg: mhsa(lab, dim=cfg.get("dim", DIM), heads=cfg.get("heads", HEADS)),
                                      MHSA_SHAPES, device)}
 
 
-@probe("s6.mhsa.dropout")
+@PROBES.add("s6.mhsa.dropout")
 def mhsa_dropout(lab, device):
     T = DROPOUT_TOKENS
 
@@ -244,12 +245,12 @@ def mhsa_dropout(lab, device):
     return {"out": attempt(run)}
 
 
-@probe("s6.mhsa.eval")
+@PROBES.add("s6.mhsa.eval")
 def mhsa_eval(lab, device):
     return attempt(eval_report, lambda p: mhsa(lab, dropout=p), separate_weights(PROJ, 700), device, d_in=DIM)
 
 
-@probe("s6.gradients")
+@PROBES.add("s6.gradients")
 def gradients(lab, device):
     def run(module):
         return gradient_report(module.to(device), X.to(device))

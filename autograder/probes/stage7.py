@@ -2,16 +2,18 @@
 network, positional encoding, encoder and decoder layers.
 
 Most of these return the student's outputs for known weights and inputs only: the judges
-compare them with PyTorch's own layers (``autograder.oracles``), which run in the grading
+compare them with PyTorch's own layers (``autograder.public.oracles``), which run in the grading
 process, never beside the student's code. Inputs and weights are made here, by seed, and the
 judges make the same ones.
 """
 import torch
 import torch.nn as nn
 
-from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, attempt, dropout_report, dropout_weights,
-                     eval_report, gradient_report, leak_report, left_behind, linear_weights, load_by_name, meta_summary,
-                     padding_report, plain, probe, raised, randn)
+from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes, attempt, dropout_report,
+                     dropout_weights, eval_report, gradient_report, leak_report, left_behind, linear_weights,
+                     load_by_name, meta_summary, padding_report, plain, raised, randn)
+
+PROBES = Probes()
 
 D, H, D_FF = 8, 2, 16
 
@@ -37,7 +39,7 @@ def _pair(result, what):
     return plain(result[0], f"the output of {what}"), plain(result[1], f"the weights of {what}")
 
 
-@probe("s7.sdpa")
+@PROBES.add("s7.sdpa")
 def sdpa(lab, device):
     def run(q, k, v, mask):
         result = lab.transformer.scaled_dot_product_attention(
@@ -48,7 +50,7 @@ def sdpa(lab, device):
     return {name: attempt(run, *case) for name, case in SDPA_CASES.items()}
 
 
-@probe("s7.sdpa.dropout")
+@PROBES.add("s7.sdpa.dropout")
 def sdpa_dropout(lab, device):
     """Zero queries and keys: every weight is 1/n before dropout."""
     def run():
@@ -71,7 +73,7 @@ PAD_IDS = (0, 2)
 SUBSEQUENT_SIZES = (1, 4)
 
 
-@probe("s7.masks")
+@PROBES.add("s7.masks")
 def masks(lab, device):
     def pad(pad_id):
         return plain(lab.transformer.padding_mask(TOKENS.to(device).clone(), pad_id), f"padding_mask(tokens, {pad_id})")
@@ -121,7 +123,7 @@ def _attend(module, device, query, kv, mask):
                  "the output of forward")
 
 
-@probe("s7.mha.oracle")
+@PROBES.add("s7.mha.oracle")
 def mha_oracle(lab, device):
     def run(h, seed, query, kv, mask):
         return _attend(load_by_name(mha(lab, h), mha_weights(seed)), device, query, kv, mask)
@@ -129,7 +131,7 @@ def mha_oracle(lab, device):
     return {name: attempt(run, *case) for name, case in MHA_CASES.items()}
 
 
-@probe("s7.mha.cross")
+@PROBES.add("s7.mha.cross")
 def mha_cross(lab, device):
     """Queries from one sequence, keys and values from another of a different length."""
     def run():
@@ -147,7 +149,7 @@ def mha_cross(lab, device):
 ALL_PADDED5 = torch.tensor([[1, 1, 1, 1, 1], [0, 0, 0, 0, 0]])
 
 
-@probe("s7.mha.padding")
+@PROBES.add("s7.mha.padding")
 def mha_padding(lab, device):
     def run():
         module = load_by_name(mha(lab), mha_weights(740))
@@ -157,7 +159,7 @@ def mha_padding(lab, device):
     return attempt(run)
 
 
-@probe("s7.mha.divisibility")
+@PROBES.add("s7.mha.divisibility")
 def mha_divisibility(lab, device):
     return attempt(raised, lambda: mha(lab, h=3, d=8))
 
@@ -173,7 +175,7 @@ class SelfAttend(nn.Module):
         return self.attention(x, x, x, mask)
 
 
-@probe("s7.mha.dropout")
+@PROBES.add("s7.mha.dropout")
 def mha_dropout(lab, device):
     T = DROPOUT_TOKENS
 
@@ -195,7 +197,7 @@ def ffn_weights(seed, prefix="", d=D, d_ff=D_FF):
     return weights
 
 
-@probe("s7.ffn.known_weights", golden=True)
+@PROBES.add("s7.ffn.known_weights", golden=True)
 def ffn_known(lab, device):
     def run(d_ff):
         module = lab.transformer.PositionwiseFeedForward(D, d_ff, 0.0)
@@ -216,7 +218,7 @@ def ffn_dropout_weights():
     return weights
 
 
-@probe("s7.ffn.dropout")
+@PROBES.add("s7.ffn.dropout")
 def ffn_dropout(lab, device):
     def run():
         module = load_by_name(lab.transformer.PositionwiseFeedForward(D, D, DROPOUT_P), ffn_dropout_weights())
@@ -227,7 +229,7 @@ def ffn_dropout(lab, device):
     return {"out": attempt(run)}
 
 
-@probe("s7.ffn.structure")
+@PROBES.add("s7.ffn.structure")
 def ffn_structure(lab, device):
     def run():
         module = lab.transformer.PositionwiseFeedForward(6, 24, 0.1)
@@ -253,7 +255,7 @@ def pe_buffer(module):
 X_PE_DROPOUT = randn(4, 50, PE_D, seed=82)
 
 
-@probe("s7.pe.table")
+@PROBES.add("s7.pe.table")
 def pe_table(lab, device):
     def make(dropout=0.0):
         return lab.transformer.PositionalEncoding(PE_D, dropout, max_len=PE_LEN)
@@ -277,7 +279,7 @@ def pe_table(lab, device):
             "forward": attempt(forward, X_PE, False), "dropout": attempt(forward, X_PE_DROPOUT, True)}
 
 
-@probe("s7.pe.device")
+@PROBES.add("s7.pe.device")
 def pe_device(lab, device):
     def run():
         module = lab.transformer.PositionalEncoding(PE_D, 0.0, max_len=PE_LEN).to(device)
@@ -327,7 +329,7 @@ def decoder(lab, dropout=0.0):
 ENCODER_CASES = {"no_mask": None, "padded": PAD5.unsqueeze(1)}
 
 
-@probe("s7.encoder.oracle")
+@PROBES.add("s7.encoder.oracle")
 def encoder_oracle(lab, device):
     def run(mask):
         module = load_by_name(encoder(lab), encoder_weights(800)).to(device).eval()
@@ -336,7 +338,7 @@ def encoder_oracle(lab, device):
     return {name: attempt(run, mask) for name, mask in ENCODER_CASES.items()}
 
 
-@probe("s7.encoder.eval")
+@PROBES.add("s7.encoder.eval")
 def encoder_eval(lab, device):
     return attempt(eval_report, lambda p: encoder(lab, p), encoder_weights(810), device, d_in=D)
 
@@ -354,7 +356,7 @@ def _decode(module, device, x, memory, src_mask, tgt_mask):
     return plain(module.to(device).eval()(on(x), on(memory), on(src_mask), on(tgt_mask)), "the output of forward")
 
 
-@probe("s7.decoder.oracle")
+@PROBES.add("s7.decoder.oracle")
 def decoder_oracle(lab, device):
     def run(src_mask, tgt_mask):
         module = load_by_name(decoder(lab), decoder_weights(820))
@@ -363,7 +365,7 @@ def decoder_oracle(lab, device):
     return {name: attempt(run, *masks) for name, masks in DECODER_CASES.items()}
 
 
-@probe("s7.decoder.cross_source")
+@PROBES.add("s7.decoder.cross_source")
 def decoder_cross_source(lab, device):
     """What the decoder hands to ``src_attn``: queries from itself, keys and values from memory."""
     def run():
@@ -402,12 +404,12 @@ class WithMemory(nn.Module):
         return self.layer(x, MEMORY[:1].expand(x.shape[0], -1, -1).to(x.device), None, tgt_mask)
 
 
-@probe("s7.decoder.leak")
+@PROBES.add("s7.decoder.leak")
 def decoder_leak(lab, device):
     return attempt(lambda: leak_report(WithMemory(load_by_name(decoder(lab), decoder_weights(840))), D, 5, device))
 
 
-@probe("s7.decoder.eval")
+@PROBES.add("s7.decoder.eval")
 def decoder_eval(lab, device):
     weights = {f"layer.{name}": value for name, value in decoder_weights(870).items()}
     return attempt(eval_report, lambda p: WithMemory(decoder(lab, p)), weights, device, d_in=D)
@@ -426,7 +428,7 @@ def constant_sublayers(weights):
     return changed
 
 
-@probe("s7.layers.sublayer_dropout")
+@PROBES.add("s7.layers.sublayer_dropout")
 def sublayer_dropout(lab, device):
     def run(layer, weights):
         module = load_by_name(layer, constant_sublayers(weights)).to(device)
@@ -443,7 +445,7 @@ def sublayer_dropout(lab, device):
                                                 {f"layer.{n}": v for n, v in decoder_weights(890).items()}))}
 
 
-@probe("s7.gradients")
+@PROBES.add("s7.gradients")
 def gradients(lab, device):
     def enc():
         return gradient_report(encoder(lab).to(device), X5.to(device))

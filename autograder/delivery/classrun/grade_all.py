@@ -1,0 +1,260 @@
+"""``attention-lab grade-all``: grade a whole class, resumably.
+
+``SUBMISSIONS_DIR`` holds one entry per student: a folder, a zip or a notebook (nbgrader's
+``submitted/`` works as it is: each student's folder holds one assignment folder). The student
+is the entry's name less ``.zip`` / ``.ipynb``.
+
+What is done is what is on disk. Each graded student gets ``<json-dir>/<student>.json``
+(Gradescope's results.json, with the kit's bookkeeping in ``extra_data``), written atomically;
+the class CSV is then rewritten atomically from those records. A run killed at any moment, by
+``kill -9`` too, leaves whole records and a valid CSV; the next run reuses every record whose
+fingerprints match (the student's files, the kit, the stages, devices and timeout graded) and grades
+the rest. A submission that changed since is graded again.
+
+Speed: ``--jobs`` worker threads, each with a ``ForkServer`` that imported torch once, so a
+student costs a fork and the checks themselves (about 0.3 s for stages 1-5 here), not a fresh
+Python. Isolation is that of ``attention-lab grade``: every child is confined, and a hanging or
+hostile submission costs its own timeouts and nothing else.
+"""
+from __future__ import annotations
+
+import csv
+import fcntl
+import hashlib
+import io
+import os
+import queue
+import sys
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ...curriculum import STAGES
+from ...errors import GradingError, SubmissionError, UsageError
+from ...grading.grade import available_devices, grade
+from ...grading.registry import max_points
+from ...grading.results import Record
+from ...intake.submission import holds_code
+from ...paths import KIT_PACKAGE, runtime_files
+from ...sandbox.forkserver import ForkServer
+from ...sandbox.runner import TASK_TIMEOUT_S
+from ..report import TEMPORARY, write_atomically, write_json
+from .progress import Progress
+from .summary import histogram_png, text_summary
+
+SUFFIXES = (".zip", ".ipynb")
+
+
+@dataclass(frozen=True)
+class Entry:
+    student: str
+    path: Path
+
+
+@dataclass
+class Outcome:
+    entry: Entry
+    record: Record | None  # None: the grader failed (not the student's fault); graded again next run
+    problem: str = ""
+    grader_errors: list = field(default_factory=list)  # (check id, device, traceback) of a record to regrade
+
+
+# ---------------------------------------------------------------- what there is to grade
+
+
+def discover(folder: Path, skip=()):
+    """(entries sorted by student, names left out). Raises UsageError when ``folder`` is no class."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: not a folder of submissions")
+    if holds_code(folder):
+        raise UsageError(f"{folder} looks like one submission; grade-all wants a folder with one entry per "
+                         "student (use `attention-lab grade` for one)")
+    skip = {p.resolve() for p in skip}
+    entries, ignored, seen = [], [], {}
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.resolve() in skip:
+            continue
+        if path.is_dir() or (path.is_file() and path.suffix.lower() in SUFFIXES):
+            student = path.name if path.is_dir() else path.stem
+            if student in seen:
+                raise UsageError(f"two entries for {student}: {seen[student].name} and {path.name}; keep one")
+            seen[student] = path
+            entries.append(Entry(student, path))
+        else:
+            ignored.append(path.name)
+    if not entries:
+        raise UsageError(f"{folder} holds no submission (a folder, .zip or .ipynb per student)")
+    return entries, ignored
+
+
+def fingerprint(path: Path) -> str:
+    """sha256 of the files of a submission (names and contents; links are not followed)."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*")
+                                                if p.is_file() and not p.is_symlink() and "__pycache__" not in p.parts)
+    for p in files:
+        digest.update(str(p.relative_to(path)).encode() + b"\0")
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def kit_fingerprint() -> str:
+    """sha256 of the grader itself (its code and golden data): a record from another kit is stale."""
+    digest = hashlib.sha256()
+    for p in runtime_files():
+        digest.update(str(p.relative_to(KIT_PACKAGE)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------- one student
+
+
+def grade_one(entry, key, server, timeout_s):
+    """An Outcome for ``entry``; never raises for the student's sake."""
+    bookkeeping = {"student": entry.student, "source": entry.path.name, **key}
+    try:
+        graded = grade(entry.path, stages=set(key["stages"]), devices=key["devices"], timeout_s=timeout_s,
+                       server=server)
+    except SubmissionError as exc:
+        return Outcome(entry, Record.not_graded(f"Not graded: {exc}", str(exc), key["stages"], bookkeeping), str(exc))
+    except GradingError as exc:
+        return Outcome(entry, None, f"grading failed, not the submission's fault: {exc}")
+    record = Record.of(graded, bookkeeping)
+    return Outcome(entry, record, record.problem, graded.grader_errors)
+
+
+# ---------------------------------------------------------------- the class
+
+
+def csv_text(entries, records, stages, failed):
+    """The class CSV: one row per student, in name order; a student the grader failed on has
+    empty points and the reason, so that no row silently goes missing."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["student", "total", "out_of", *[f"stage{s}" for s in stages], "problem"])
+    out_of = sum(max_points(s) for s in stages)
+    for e in entries:
+        if e.student in records:
+            points = list(records[e.student].points(stages).values())
+            writer.writerow([e.student, sum(points), out_of, *points, records[e.student].problem])
+        elif e.student in failed:
+            writer.writerow([e.student, "", out_of, *[""] * len(stages), failed[e.student]])
+    return out.getvalue()
+
+
+def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None, log=None, keep_records=False):
+    """Grade every student in ``folder``; returns the number of students the grader failed on, in
+    whole or in some checks (0: all done)."""
+    folder, out = Path(folder).expanduser().resolve(), Path(out).expanduser().resolve()
+    json_dir = Path(json_dir).expanduser().resolve() if json_dir else out.with_name(out.stem + "-results")
+    picture, summary_path = out.with_suffix(".png"), out.with_suffix(".txt")
+    stages = sorted(stages or STAGES)
+    jobs = jobs or min(os.cpu_count() or 1, 8)
+    entries, ignored = discover(folder, skip=[out, json_dir, picture, summary_path])
+    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+
+    json_dir.mkdir(parents=True, exist_ok=True)
+    lock = os.open(json_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock)
+        raise UsageError(f"another grade-all is writing to {json_dir}; wait for it, or pass another --json-dir")
+    try:
+        for stale in [*json_dir.glob(TEMPORARY + "*"), *out.parent.glob(TEMPORARY + out.stem + ".*")]:
+            stale.unlink(missing_ok=True)  # left by a run killed while writing
+        key = {"kit": kit_fingerprint(), "stages": stages, "devices": sorted(available_devices()),
+               "timeout": timeout_s or TASK_TIMEOUT_S}  # a hang's cost depends on it
+        records, todo = {}, []
+        for e in entries:
+            record = Record.load(json_dir / f"{e.student}.json")
+            key_e = {**key, "fingerprint": fingerprint(e.path)}
+            if record is not None and record.reusable(key_e, keep_records):
+                records[e.student] = record
+            else:
+                todo.append((e, key_e))
+        if ignored:
+            log(f"left out (not a folder, .zip or .ipynb): {', '.join(ignored)}")
+        log(f"{len(entries)} submissions in {folder}: {len(records)} already graded, {len(todo)} to grade "
+            f"with {min(jobs, len(todo) or 1)} workers" + (f" (records in {json_dir})" if records else ""))
+        failed = {}
+        write_atomically(out, csv_text(entries, records, stages, failed))
+        if todo:
+            failed = _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s)
+        _summarise(entries, records, stages, failed, out, picture, summary_path, log)
+        return len(failed) + sum(bool(r.regrade) for r in records.values())
+    finally:
+        os.close(lock)
+
+
+def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s):
+    """Grade ``todo`` ((entry, key) pairs) with ``jobs`` workers; this thread alone writes files."""
+    jobs = min(jobs, len(todo))
+    threads = max(1, (os.cpu_count() or 1) // jobs)  # torch threads per child: no oversubscription
+    work, done = queue.Queue(), queue.Queue()
+    for item in todo:
+        work.put(item)
+    meta = "meta" in todo[0][1]["devices"]
+    workers = [threading.Thread(target=_worker, args=(work, done, meta, timeout_s, threads), daemon=True)
+               for _ in range(jobs)]
+    for t in workers:
+        work.put(None)
+        t.start()
+    failed = {}
+    progress = Progress(len(entries), done=len(entries) - len(todo))
+    for _ in range(len(todo)):
+        outcome = done.get()
+        student = outcome.entry.student
+        for check_id, device, trace in outcome.grader_errors:  # for the instructor, never in a record
+            progress.say(f"{student}: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
+        if outcome.record is None:
+            failed[student] = outcome.problem
+            progress.say(f"{student}: {outcome.problem}")
+        else:
+            write_json(outcome.record.data, json_dir / f"{student}.json")  # the record first: it is what is done
+            records[student] = outcome.record
+        write_atomically(out, csv_text(entries, records, stages, failed))
+        progress.advance(f"{student} {outcome.record.score}" if outcome.record else f"{student} failed")
+    for t in workers:
+        t.join()
+    return failed
+
+
+def _worker(work, done, meta, timeout_s, threads):
+    """One grading at a time, in children of this thread's own fork server (which dies with the
+    thread: the server is started here, and the kernel ties it to the thread that started it)."""
+    try:
+        server, why = ForkServer(meta=meta, threads=threads), ""
+    except GradingError as exc:  # no grading user free: every entry this worker takes says so
+        server, why = None, f"grading failed, not the submission's fault: {exc}"
+    try:
+        while (item := work.get()) is not None:
+            entry, key = item
+            try:
+                done.put(grade_one(entry, key, server, timeout_s) if server else Outcome(entry, None, why))
+            except BaseException as exc:  # the grader's own bug: report it, keep the others going
+                done.put(Outcome(entry, None, f"grading failed, not the submission's fault: {exc!r}"))
+    finally:
+        if server is not None:
+            server.close()
+
+
+def _summarise(entries, records, stages, failed, out, picture, summary_path, log):
+    out_of = sum(max_points(s) for s in stages)
+    points = {e.student: records[e.student].points(stages) for e in entries if e.student in records}
+    rows = [(student, sum(p.values()), p) for student, p in points.items()]
+    regrade = [student for student in points if records[student].regrade]
+    text = text_summary(rows, out_of, {s: max_points(s) for s in stages}, problems=sorted(failed), regrade=regrade)
+    write_atomically(summary_path, text)
+    tmp = picture.with_name(TEMPORARY + picture.name)
+    why_not = histogram_png([total for _, total, _ in rows], out_of, tmp,
+                            f"{len(rows)} students, stages {', '.join(map(str, stages))}")
+    if why_not is None:
+        os.replace(tmp, picture)
+    print(text, end="")
+    log(f"wrote {out}, {summary_path}" + (f", {picture}" if why_not is None else f" (no histogram: {why_not})"))

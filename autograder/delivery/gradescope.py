@@ -1,0 +1,140 @@
+"""Gradescope: ``export`` writes the autograder zip, ``main`` grades one submission inside it.
+
+Gradescope unpacks the zip into ``/autograder/source``, runs ``setup.sh`` once as root to build
+the image, then runs ``run_autograder`` as root for every submission, which must leave
+``/autograder/results/results.json``. Hence the layout:
+
+- ``setup.sh`` and ``run_autograder`` at the top, where Gradescope looks for them;
+- the kit as plain source under ``kit/``, run from there (``python -m autograder.delivery.gradescope``
+  in ``kit/``) and never pip-installed: the copy in the zip is the one that grades, and the
+  package the grader locks away from the student's code (chmod 0700) is that copy;
+- only the runtime package ``autograder/`` (its code and data: ``paths.runtime_files``) and
+  ``constraints.txt``: grading needs nothing more (benchmarks, the zoo and tests live outside
+  it), and the students' code runs in the same container, so ``solutions/`` never goes in;
+- torch at the version ``constraints.txt`` pins, from PyTorch's CPU index: Gradescope has no GPU,
+  and the default index's torch brings gigabytes of CUDA libraries;
+- the stages to grade as data (``kit/gradescope.json``), so one kit serves any assignment;
+- every way out leaves a valid results.json: a student whose upload cannot be graded reads what
+  to upload, and a failure of the grader says so instead of blaming the student.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import stat
+import sys
+import traceback
+import zipfile
+from pathlib import Path
+
+from ..curriculum import STAGES
+from ..paths import KIT_ROOT, runtime_files
+from .report import write_atomically, write_json
+
+CONFIG = "gradescope.json"
+
+SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder's image.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq python3 python3-pip python3-venv > /dev/null
+python3 -m venv /autograder/venv
+# CPU torch at the kit's pinned version: the default index's torch pulls gigabytes of CUDA wheels.
+/autograder/venv/bin/pip install --quiet --index-url {index} "{torch}"
+/autograder/venv/bin/pip install --quiet numpy
+"""
+
+RUN = """#!/usr/bin/env bash
+# Gradescope runs this, as root, for every submission. The kit grades from its own copy in
+# source/kit; the two variables let the same script grade a folder laid out like /autograder.
+set -euo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+PYTHON="${ATTENTION_LAB_PYTHON:-$ROOT/venv/bin/python}"
+cd "$ROOT/source/kit"
+exec "$PYTHON" -m autograder.delivery.gradescope --root "$ROOT"
+"""
+
+UPLOAD = ("Upload your attention_lab/ folder, or the module files in it that you edited (simple.py, "
+          "self_attention.py, causal.py, ...), or the course's notebooks (.ipynb), then submit again.")
+
+GRADER_FAILED = ("The autograder failed while grading this submission. This is not your fault: please tell "
+                 "the course staff (the autograder's log shows them what went wrong). The score of 0 here is "
+                 "not a grade.")
+
+
+def export(out_zip, stages=None):
+    """Write the autograder zip to ``out_zip`` (atomically) for ``stages`` (None: all).
+    Returns the names it holds."""
+    stages = sorted(STAGES if stages is None else set(stages))
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown or not stages:
+        raise ValueError(f"no stage {unknown[0]}" if unknown else "no stage to grade")
+    from .pins import CPU_WHEELS, torch_pin
+
+    constraints = KIT_ROOT / "constraints.txt"
+    files = {  # name in the zip: (content, mode)
+        "setup.sh": (SETUP.format(index=CPU_WHEELS, torch=torch_pin(KIT_ROOT)), 0o755),
+        "run_autograder": (RUN, 0o755),
+        "kit/constraints.txt": (constraints.read_bytes(), 0o644),
+        "kit/" + CONFIG: (json.dumps({"stages": stages}) + "\n", 0o644),
+    }
+    for path in runtime_files():
+        files["kit/" + path.relative_to(KIT_ROOT).as_posix()] = (path.read_bytes(), 0o644)
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, (content, mode) in files.items():
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))  # same kit, same bytes
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (stat.S_IFREG | mode) << 16  # unzip restores the modes from here
+            z.writestr(info, content)
+    write_atomically(out_zip, buffer.getvalue())
+    return list(files)
+
+
+def configured_stages():
+    config = KIT_ROOT / CONFIG
+    return sorted(json.loads(config.read_text())["stages"]) if config.is_file() else sorted(STAGES)
+
+
+def results_for(submission):
+    """Gradescope's results.json for ``submission``. Raises when the grader itself fails."""
+    from ..errors import SubmissionError
+    from ..grading.grade import grade
+    from ..grading.results import ungradable
+    from .report import render_table
+
+    stages = configured_stages()
+    print(f"attention-lab: grading {submission}, stages {', '.join(map(str, stages))}, with the kit in {KIT_ROOT}")
+    try:
+        graded = grade(submission, stages=set(stages))
+    except SubmissionError as exc:
+        why = str(exc).replace(str(Path(submission).resolve()), "your upload")
+        print(f"attention-lab: cannot grade the submission: {exc}")
+        return ungradable(f"Your submission could not be graded. {UPLOAD}\n\nThe grader said: {why}", why, stages)
+    print(render_table(graded.results, graded.seconds))  # for the staff: stdout stays hidden from students
+    for check_id, device, trace in graded.grader_errors:
+        print(f"attention-lab: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
+    return graded.gradescope()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograder.delivery.gradescope",
+                                     description="grade ROOT/submission into ROOT/results/results.json")
+    parser.add_argument("--root", type=Path, default=Path("/autograder"), help="Gradescope's folder (/autograder)")
+    args = parser.parse_args(argv)
+    try:
+        data = results_for(args.root / "submission")
+        code = 1 if data.get("extra_data", {}).get("regrade") else 0  # graded, but some checks need a fixed kit
+    except Exception:  # GradingError, or anything unexpected: never the student's fault
+        traceback.print_exc(file=sys.stdout)
+        data = {"score": 0, "output": GRADER_FAILED, "stdout_visibility": "hidden", "tests": []}
+        code = 1
+    write_json(data, args.root / "results" / "results.json")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

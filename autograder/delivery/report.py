@@ -1,0 +1,69 @@
+"""Reports of results: a table per stage for the terminal, and files written atomically."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from ..curriculum import STAGES
+from ..grading.results import ERROR, FAILED, PASSED, stage_totals
+
+
+def render_table(results, seconds, verbose=False, color=False):
+    def paint(text, code):
+        return f"\033[{code}m{text}\033[0m" if color else text
+
+    lines = []
+    totals = stage_totals(results)
+    width = max((len(STAGES[stage].title) for stage in totals), default=0)
+    for stage, t in totals.items():
+        s = STAGES[stage]
+        status = paint(f"{t.points:>3}/{t.max_points:<3}", "32" if t.points == t.max_points else
+                       "31" if t.points == 0 else "33")
+        lines.append(f"Stage {stage}  {s.title:<{width}} {status} {t.passed:>2}/{t.checks} checks passed   "
+                     f"({s.module}.py)")
+        for r in results:
+            if r.stage != stage or (r.passed and not verbose):
+                continue
+            mark = {PASSED: paint("ok  ", "32"), FAILED: paint("FAIL", "31"), ERROR: paint("ERR ", "35")}[r.status]
+            lines.append(f"    {mark} {r.id:<24} {r.points}/{r.max_points}  {r.title}")
+            said = r.feedback.splitlines()
+            if not r.passed or len(said) > 1:  # a passed check's next line: what it measured
+                lines.append(f"         {said[0 if not r.passed else 1][:300]}")
+    total = sum(r.points for r in results)
+    maximum = sum(r.max_points for r in results)
+    lines.append("")
+    lines.append(f"Total {total}/{maximum} points, {sum(r.passed for r in results)}/{len(results)} checks "
+                 f"passed, graded in {seconds:.1f} s")
+    regrade = [r.id for r in results if r.status == ERROR]
+    if regrade:
+        lines.append(f"The grader failed on {len(regrade)} check(s), not the submission: {', '.join(regrade)}; "
+                     "they count 0 until graded again by a fixed kit")
+    return "\n".join(lines)
+
+
+TEMPORARY = ".tmp-"  # what a killed writer may leave behind: safe to delete
+
+
+def write_json(data, path):
+    """Write atomically: a reader never sees half a file, a crash leaves the old one."""
+    write_atomically(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_atomically(path, content):
+    """Write ``content`` (text or bytes) to a temporary file beside ``path``, flush it to disk,
+    then rename it over ``path``: whenever the process dies, ``path`` holds the old content or the
+    new, never half. The file is the writer's alone (0600): grades and feedback stay private."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMPORARY}{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content.encode() if isinstance(content, str) else content)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

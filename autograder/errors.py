@@ -1,0 +1,26 @@
+"""The kit's own exceptions: whose fault it is decides how a command ends.
+
+- ``SubmissionError``: the submission cannot be graded at all (missing, malformed, too large): a
+  message for its author; ``attention-lab grade`` exits 2.
+- ``GradingError``: the grader itself could not run (not the submission's fault): grading stops
+  loudly; ``attention-lab grade`` exits 1.
+- ``BuildError``: what is generated from ``solutions/`` cannot be built: a message for the author.
+- ``UsageError``: a command was asked for something it cannot do (not a class of submissions, a
+  locked folder): a message for the instructor.
+"""
+
+
+class SubmissionError(Exception):
+    """The submission cannot be graded at all (missing or malformed): a message for the user."""
+
+
+class GradingError(Exception):
+    """The grader itself could not run (not the submission's fault): grading must stop loudly."""
+
+
+class BuildError(Exception):
+    """What is generated from solutions/ cannot be built."""
+
+
+class UsageError(Exception):
+    """Nothing can be done as asked: a message for the instructor."""

@@ -1,0 +1,1 @@
+"""The hidden graders: one module of judges per stage, each with its ``CHECKS`` (see ``registry``)."""

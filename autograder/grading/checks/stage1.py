@@ -1,0 +1,79 @@
+"""Stage 1 judges: attention without trainable weights."""
+import torch
+
+from ...public import book
+from ..judging import close, expect, expect_book, expect_close, expect_rows_sum_to_one, get
+from ..registry import NUMERIC, Checks, Fail
+
+CHECKS = Checks(1)
+
+
+def _book_and_extra(obs, golden, printed, what):
+    expect_book(get(obs, "book"), printed, what)
+    expect_close(get(obs, "extra"), golden["extra"], f"{what} on other inputs")
+
+
+@CHECKS.add("s1.scores_loop", points=1, probe="s1.scores_loop", devices=NUMERIC,
+            title="attention_scores_loop gives the dot product with every token")
+def scores_loop(obs, ctx):
+    _book_and_extra(obs, ctx.golden, book.ATTN_SCORES_2, "attention_scores_loop(inputs, inputs[1])")
+
+
+@CHECKS.add("s1.scores", points=1, probe="s1.scores", devices=NUMERIC,
+            title="attention_scores (vectorised) gives the same scores")
+def scores(obs, ctx):
+    _book_and_extra(obs, ctx.golden, book.ATTN_SCORES_2, "attention_scores(inputs, inputs[1])")
+
+
+@CHECKS.add("s1.normalize_by_sum", points=1, probe="s1.normalize_by_sum", devices=NUMERIC,
+            title="normalize_by_sum divides by the sum")
+def normalize_by_sum(obs, ctx):
+    _book_and_extra(obs, ctx.golden, book.WEIGHTS_2_BY_SUM, "normalize_by_sum(attn_scores_2)")
+
+
+@CHECKS.add("s1.softmax_naive", points=1, probe="s1.softmax_naive", devices=NUMERIC,
+            title="softmax_naive follows the definition")
+def softmax_naive(obs, ctx):
+    try:
+        _book_and_extra(obs, ctx.golden, book.WEIGHTS_2_SOFTMAX, "softmax_naive(attn_scores_2)")
+    except Fail as wrong:
+        extra = get(obs, "extra")
+        if extra.dim() == 2 and close(extra.sum(dim=0), torch.ones(extra.shape[1])):
+            raise Fail(f"{wrong}: each column of your result sums to 1, so it normalises over dim 0 (the book's "
+                       ".sum(dim=0), right for its one row of scores); for a matrix of scores, one row per query, "
+                       "the softmax runs over the last dim (dim=-1), so that each row of weights sums to 1") from None
+        raise
+
+
+@CHECKS.add("s1.softmax_stable", points=2, probe="s1.softmax_stable", devices=NUMERIC,
+            title="softmax_stable is right and stays finite for large scores")
+def softmax_stable(obs, ctx):
+    expect_book(get(obs, "book"), book.WEIGHTS_2_SOFTMAX, "softmax_stable(attn_scores_2)")
+    extra = get(obs, "extra")
+    expect_rows_sum_to_one(extra, "softmax_stable(x) for a 2-D x (softmax over the last dim)")
+    expect_close(extra, ctx.golden["extra"], "softmax_stable(x) for a 2-D x")
+    large = get(obs, "large")
+    expect(bool(large.isfinite().all()), "softmax_stable gives nan or inf for scores near 1000; "
+           "subtract the largest score of each row before exp")
+    expect_close(large, ctx.golden["large"], "softmax_stable(scores near ±1000)")
+
+
+@CHECKS.add("s1.context_vector", points=1, probe="s1.context_vector", devices=NUMERIC,
+            title="context_vector weights the inputs")
+def context_vector(obs, ctx):
+    _book_and_extra(obs, ctx.golden, book.CONTEXT_VEC_2, "context_vector(inputs, attn_weights_2)")
+
+
+@CHECKS.add("s1.attention_weights_all", points=2, probe="s1.attention_weights_all", devices=NUMERIC,
+            title="attention_weights_all: every token against every token")
+def attention_weights_all(obs, ctx):
+    weights = get(obs, "book")
+    expect(weights.dim() == 2, f"attention_weights_all(inputs) has shape {tuple(weights.shape)}, expected (6, 6)")
+    expect_rows_sum_to_one(weights, "your attention weights")
+    _book_and_extra(obs, ctx.golden, book.ATTN_WEIGHTS, "attention_weights_all(inputs)")
+
+
+@CHECKS.add("s1.context_vectors_all", points=2, probe="s1.context_vectors_all", devices=NUMERIC,
+            title="context_vectors_all: all context vectors at once")
+def context_vectors_all(obs, ctx):
+    _book_and_extra(obs, ctx.golden, book.ALL_CONTEXT_VECS, "context_vectors_all(inputs)")

@@ -1,0 +1,156 @@
+"""Stage 3 judges: causal masks, CausalAttention, dropout."""
+import torch
+
+from ...probes.common import DROPOUT_P
+from ...probes.stage3 import SHAPE_CONFIGS, expected_shape
+from ...public import book
+from ...public.feedback import describe_error, describe_future
+from ..forms import is_error_record
+from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close, expect,
+                       expect_book, expect_book_batch, expect_close, expect_golden, expect_rows_sum_to_one, get, same)
+from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
+
+CHECKS = Checks(3)
+
+
+def _causal_weights(obs, golden, name):
+    weights = get(obs, "book")
+    expect(weights.shape == book.CAUSAL_WEIGHTS.shape,
+           f"{name}(attn_scores, 2) has shape {tuple(weights.shape)}, expected (6, 6)")
+    for w, what in ((weights, f"{name} on the book's scores"), (get(obs, "extra"), f"{name} on other scores")):
+        future = describe_future(w, what)
+        if future:
+            raise Fail(future)
+        expect_rows_sum_to_one(w, what)
+    expect_book(weights, book.CAUSAL_WEIGHTS, f"{name}(attn_scores, 2)")
+    expect_close(get(obs, "extra"), golden["extra"], f"{name} on other scores (d_k = 4)")
+
+
+@CHECKS.add("s3.mask_multiply", points=2, probe="s3.mask_multiply", devices=NUMERIC,
+            title="causal weights by multiplying with a lower-triangular mask and renormalising")
+def mask_multiply(obs, ctx):
+    _causal_weights(obs, ctx.golden, "causal_weights_by_multiplication")
+
+
+@CHECKS.add("s3.mask_fill", points=2, probe="s3.mask_fill", devices=NUMERIC,
+            title="causal weights by filling the future with -inf before the softmax")
+def mask_fill(obs, ctx):
+    _causal_weights(obs, ctx.golden, "causal_weights_by_fill")
+
+
+@CHECKS.add("s3.causal.seeded", points=2, probe="s3.causal.seeded", devices=NUMERIC,
+            title="CausalAttention reproduces the book under torch.manual_seed(123)", visibility=VISIBLE)
+def causal_seeded(obs, ctx):
+    expect_book_batch(obs, book.CAUSAL_ATTENTION, "CausalAttention(3, 2, 6, 0.0)(batch)")
+
+
+@CHECKS.add("s3.causal.known_weights", points=3, probe="s3.causal.known_weights", devices=NUMERIC,
+            title="CausalAttention output with known weights (6 tokens in a context of 8, with and without bias)")
+def causal_known(obs, ctx):
+    expect_golden(obs, ctx.golden, BIAS_CASES, "CausalAttention")
+
+
+@CHECKS.add("s3.causal.shapes", points=2, probe="s3.causal.shapes", devices=NUMERIC,
+            title="CausalAttention shape contract: batches, short inputs, d_in != d_out, dtype, input untouched")
+def causal_shapes(obs, ctx):
+    check_shapes(obs, SHAPE_CONFIGS, expected_shape)
+
+
+@CHECKS.add("s3.causal.no_leak", points=3, probe="s3.causal.leak", devices=NUMERIC,
+            title="CausalAttention never lets a token see a later token")
+def causal_no_leak(obs, ctx):
+    check_leak(obs, "CausalAttention")
+
+
+@CHECKS.add("s3.causal.mask_buffer", points=1, probe="s3.causal.mask_buffer",
+            title="CausalAttention.mask is a registered buffer, nonzero exactly above the diagonal")
+def causal_mask_buffer(obs, ctx):
+    result = get(obs)
+    expect(result["is_buffer"], "CausalAttention.mask is not a registered buffer; use self.register_buffer('mask', ...)")
+    expect(result["in_state_dict"], "CausalAttention.mask is not in the state_dict "
+           "(registered with persistent=False?); the mask must be saved with the model")
+    nonzero = result["nonzero"]
+    want = torch.triu(torch.ones(8, 8, dtype=torch.bool), diagonal=1)
+    expect(nonzero.shape == want.shape, f"mask has shape {tuple(nonzero.shape)}, expected (8, 8) for context_length 8")
+    if not same(nonzero.bool(), want):
+        i, j = (nonzero != want).nonzero()[0].tolist()
+        raise Fail(f"mask[{i}, {j}] is {'nonzero' if nonzero[i, j] else 'zero'}; the mask must be nonzero "
+                   "exactly above the diagonal (torch.triu(..., diagonal=1))")
+
+
+@CHECKS.add("s3.causal.dropout", points=3, probe="s3.causal.dropout", devices=NUMERIC,
+            title=f"CausalAttention dropout (p={DROPOUT_P}) zeroes attention weights and scales the rest by 1/(1-p)")
+def causal_dropout(obs, ctx):
+    check_dropout(get(obs, "out"), DROPOUT_P, "CausalAttention")
+
+
+@CHECKS.add("s3.causal.eval", points=2, probe="s3.causal.eval", devices=NUMERIC,
+            title="CausalAttention in eval mode is deterministic and equals dropout=0")
+def causal_eval(obs, ctx):
+    check_eval(obs, "CausalAttention")
+
+
+def check_device(obs, device, what):
+    """Judge ``device_report``: by where the module's tensors went and which devices its forward met.
+    Whether forward raised is asked only of a real device: on ``meta`` an op may lack a kernel, or
+    run where CUDA would refuse (an in-place fill with a CPU mask), so there it costs nothing."""
+    rep = get(obs)
+    expect(rep["mask_is_buffer"], f"{what}.mask is not a registered buffer, so .to({device!r}) does not move it")
+    expect(rep["mask_device"] == device, f"after {what}.to({device!r}) the mask is on {rep['mask_device']}")
+    expect(not rep["left_behind"], f"after {what}.to({device!r}) these tensors stayed behind: "
+           f"{', '.join(map(str, rep['left_behind']))}; a tensor the module needs must be a parameter or a buffer")
+    expect(not rep["strays"], f"{what}.forward on {device} used a tensor that is not on {device} "
+           f"({rep['strays'][0] if rep['strays'] else ''}): a tensor made in forward needs device=x.device, and one "
+           "kept on the module must be a buffer")
+    out = rep["forward"]
+    if is_error_record(out):
+        if device == "meta":
+            return (f"{what}.forward could not run on the meta device ({describe_error(out['error'])}); "
+                    "judged by where its tensors went")
+        raise Fail(describe_error(out["error"]))
+    expect(out["device"] == device, f"{what} on {device} returned an output on {out['device']}")
+    if "out" in out:
+        expect(close(out["out"], out["cpu_out"], atol=1e-4, rtol=1e-4),
+               f"{what} on {device} gives different numbers than on the CPU")
+
+
+@CHECKS.add("s3.causal.device", points=2, probe="s3.causal.device", devices=MOVES,
+            title="CausalAttention moves to another device, mask included, and creates nothing on a fixed device")
+def causal_device(obs, ctx):
+    return check_device(obs, ctx.device, "CausalAttention")
+
+
+@CHECKS.add("s3.causal.gradients", points=1, probe="s3.causal.gradients", devices=NUMERIC,
+            title="gradients reach every parameter of CausalAttention")
+def causal_gradients(obs, ctx):
+    check_gradients(obs, "CausalAttention")
+
+
+def last_token(out):
+    """The outputs at the last position of a (batch, tokens, dim) output (the whole of anything else)."""
+    return out[:, -1] if out.dim() == 3 and out.shape[1] else out
+
+
+def check_state_dict(obs, what, persists=True):
+    rep = get(obs)
+    entry = rep["reloaded_mask_entry"]
+    survived = entry is not None and entry.numel() == 1 and bool(entry.reshape(()) != 0)
+    if persists:
+        expect("mask" in rep["keys"], f"{what}.state_dict() has no 'mask' (keys: {', '.join(map(str, rep['keys']))})")
+        expect(not close(last_token(rep["changed_out"]), last_token(rep["before_change_out"])),
+               f"hiding token 0 from the last token (mask[-1, 0] = 1) did not change {what}'s output: "
+               "does forward use self.mask?")
+        expect(survived, f"a changed {what}.mask did not survive saving and loading the state_dict")
+        expect(close(rep["reloaded_out"], rep["changed_out"], atol=1e-5, rtol=1e-5),
+               f"{what} gives different outputs after saving and loading its state_dict")
+    else:
+        expect("mask" not in rep["keys"], f"{what}.state_dict() contains 'mask'; this class must keep the mask "
+               "as a plain attribute, not a buffer")
+        expect(not survived, f"a changed {what}.mask survived saving and loading; a plain "
+               "attribute is not part of the state_dict")
+
+
+@CHECKS.add("s3.causal.state_dict", points=1, probe="s3.causal.state_dict", devices=NUMERIC,
+            title="CausalAttention's mask is saved and loaded with the state_dict (across devices)")
+def causal_state_dict(obs, ctx):
+    check_state_dict(obs, "CausalAttention")

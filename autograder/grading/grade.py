@@ -1,0 +1,121 @@
+"""Grade a submission: plan the probe tasks, run them in the child, judge what comes back."""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+
+import torch
+
+from ..curriculum import modules_for
+from ..intake.submission import opened
+from ..public.feedback import describe_error
+from ..sandbox.protocol import Task
+from ..sandbox.runner import TASK_TIMEOUT_S, run_tasks
+from .forms import expected_form, misfit, student_error
+from .golden import load_golden
+from .registry import Context, Fail, all_checks
+from .results import ERROR, FAILED, GRADER_ERROR, PASSED, CheckResult, Graded
+
+
+def available_devices():
+    return {"cpu", "meta"} | ({"cuda"} if torch.cuda.is_available() else set())
+
+
+def plan(checks, devices):
+    """The tasks a child runs for ``checks`` on ``devices``: import the modules they need (those
+    their stages build on first), then every probe they name, once per device."""
+    tasks = [Task("import", m) for m in modules_for({c.stage for c in checks})]
+    for c in checks:
+        for d in c.devices:
+            if d in devices and Task("probe", c.probe, d) not in tasks:
+                tasks.append(Task("probe", c.probe, d))
+    return tasks
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # PASSED, FAILED or ERROR
+    text: str = ""  # FAILED: the feedback; PASSED: what the judge measured, if anything
+    trace: str = ""  # ERROR: the judge's traceback, for the instructor only
+
+
+def judge(check, obs, golden, device) -> Verdict:
+    """One check's verdict on one device. Never raises: a ``Fail`` is the student's, an observation
+    unlike the reference's that the judge could not handle is the student's too (it could not be
+    measured), and any other exception is the grader's own bug (ERROR), never the student's loss."""
+    try:
+        if obs is None:
+            return Verdict(FAILED, "no result came back for this check")
+        if isinstance(obs, dict) and "error" in obs:
+            return Verdict(FAILED, describe_error(obs["error"]))
+        note = check.judge(obs, Context(golden, device))
+    except Fail as exc:
+        return Verdict(FAILED, str(exc) or "failed")
+    except Exception:
+        trace = traceback.format_exc()
+        try:
+            form = expected_form(check.probe, device)
+            raised = student_error(obs, form)
+            if raised:
+                return Verdict(FAILED, describe_error(raised))
+            unlike = misfit(obs, form)
+            if unlike:
+                return Verdict(FAILED, f"this check could not measure your code: {unlike}")
+        except Exception:  # the kit itself is broken (its forms missing): the grader's error all the same
+            trace += traceback.format_exc()
+        return Verdict(ERROR, trace=trace)
+    return Verdict(PASSED, note if isinstance(note, str) else "")
+
+
+def grade(submission, stages=None, devices=None, timeout_s=None, server=None):
+    """Grade ``submission`` (a path: see ``intake.submission``), in children forked by ``server``
+    (a ``ForkServer``; by default one of its own).
+
+    Raises SubmissionError when the submission cannot be graded at all, GradingError when the
+    grader itself failed."""
+    started = time.monotonic()
+    golden = load_golden()  # before any student code runs
+    devices = available_devices() if devices is None else set(devices)
+    with opened(submission) as sub:
+        checks = all_checks(stages if stages is not None else sub.stages)
+        run = run_tasks(sub, plan(checks, devices), timeout_s=timeout_s or TASK_TIMEOUT_S, server=server)
+    results, errors = [], []
+    for c in checks:
+        ran = [d for d in c.devices if d in devices]
+        verdicts = {d: judge(c, run.observations.get(Task("probe", c.probe, d)), golden.get(c.probe), d) for d in ran}
+        errors += [(c.id, d, v.trace) for d, v in verdicts.items() if v.status == ERROR]
+        results.append(combine(c, verdicts, [d for d in c.devices if d not in devices]))
+    return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors)
+
+
+def combine(check, verdicts, skipped):
+    """One result from the verdicts of every device the check ran on: it passes when all passed, and
+    fails when the student's code failed on any. A grader error decides it only when nothing failed:
+    then the outcome is unknown, and the check is the grader's to grade again."""
+    def said(d, text):
+        return text if len(verdicts) == 1 else f"[{d}] {text}"
+
+    problems = [said(d, v.text) for d, v in verdicts.items() if v.status == FAILED]
+    notes = [said(d, v.text) for d, v in verdicts.items() if v.status == PASSED and v.text]
+    if not verdicts:
+        problems.append(f"none of {', '.join(check.devices)} is available here")
+    if problems:
+        status, lines = FAILED, problems
+    elif any(v.status == ERROR for v in verdicts.values()):
+        status, lines = ERROR, [GRADER_ERROR]
+    else:
+        where = f" (checked on {', '.join(verdicts)}; {', '.join(skipped)} not available)" if skipped else ""
+        status, lines = PASSED, ["passed" + where] + notes
+    return CheckResult(check.id, check.stage, check.title, check.points, status, clean("\n".join(lines)),
+                       check.visibility)
+
+
+FEEDBACK_MAX = 2000
+
+
+def clean(text):
+    """Feedback may quote the submission's own strings: no control characters (they could
+    rewrite a grader's terminal), and not more than a screenful."""
+    text = "".join(ch if ch in "\n\t" or ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= FEEDBACK_MAX else text[:FEEDBACK_MAX] + " ..."

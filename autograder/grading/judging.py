@@ -1,0 +1,256 @@
+"""Helpers the judges share: unwrap observations, compare numbers, describe errors."""
+from __future__ import annotations
+
+import torch
+
+from ..public.book import PRINTED
+from ..public.feedback import describe_error, describe_mismatch, describe_row_sums
+from .registry import Fail
+
+BIAS_CASES = {"no_bias": "qkv_bias=False", "bias": "qkv_bias=True"}
+ATOL = 1e-5  # float32 against the float32 reference: differences of rounding only
+RTOL = 1e-4
+
+
+def get(obs, *keys):
+    """``obs[k1][k2]...``, failing with the student-facing description of any error on the way."""
+    for key in (None, *keys):
+        if key is not None:
+            obs = obs[key]
+        if isinstance(obs, dict) and "error" in obs:
+            raise Fail(describe_error(obs["error"]))
+    return obs
+
+
+LAYER = torch.float32  # what the probes feed layers: a layer's output keeps its input's dtype
+
+
+def expect_close(actual, expected, what, atol=ATOL, rtol=RTOL, reveal=False, dtype=None):
+    """``actual`` equals ``expected`` up to rounding; with ``dtype``, it also has that dtype (a layer's
+    output: a float64 table or constant inside it would make every layer after it float64, or fail)."""
+    if dtype is not None and actual.dtype != dtype:
+        raise Fail(f"{what} has dtype {str(actual.dtype).replace('torch.', '')} for an input of dtype "
+                   f"{str(dtype).replace('torch.', '')}; a layer's output keeps its input's dtype")
+    problem = describe_mismatch(actual, expected, what, atol=atol, rtol=rtol, reveal=reveal)
+    if problem:
+        raise Fail(problem)
+
+
+def expect_book(actual, printed, what, dtype=None):
+    """Against the chapter's printed numbers (public, so the expected values are shown)."""
+    expect_close(actual, printed, what, atol=PRINTED, rtol=0, reveal=True, dtype=dtype)
+
+
+def expect_book_batch(obs, printed, call):
+    """The book's batch is two copies of the inputs: both outputs are the printed numbers."""
+    out = get(obs, "out")
+    expect(out.dim() == 3 and out.shape[0] == 2,
+           f"{call} has shape {tuple(out.shape)}, expected (2, 6, {printed.shape[-1]})")
+    for b in range(2):
+        expect_book(out[b], printed, f"{call}[{b}]", dtype=LAYER)
+
+
+def expect_golden(obs, golden, cases, what):
+    """Known-weights outputs against the reference's: ``cases`` maps observation keys to labels."""
+    for key, label in cases.items():
+        expect_close(get(obs, key), golden[key], f"{what} output ({label})", dtype=golden[key].dtype)
+
+
+def expect_rows_sum_to_one(weights, what):
+    problem = describe_row_sums(weights, what)
+    if problem:
+        raise Fail(problem)
+
+
+def expect(condition, message):
+    if not condition:
+        raise Fail(message)
+
+
+# The student's tensors may have any shape, dtype and values: these compare them without raising.
+
+def same(a, b):
+    """Exactly equal: the same shape, dtype and values."""
+    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+
+
+def close(a, b, atol=ATOL, rtol=RTOL):
+    """Equal up to rounding, compared in float64; tensors of different shapes are not close."""
+    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))
+
+
+def expect_dims(t, dims, what):
+    """``t`` has ``dims`` dimensions and at least one element, or the check fails saying so."""
+    expect(t.dim() == dims and t.numel() > 0, f"{what} has shape {tuple(t.shape)}; expected {dims} dimensions")
+
+
+def check_shapes(obs, configs, expected_shape):
+    """Judge ``shape_reports``: shape, dtype and device follow the input; input untouched."""
+    by_name = {c["name"]: c for c in configs}
+    for report in get(obs, "reports"):
+        cfg = by_name.get(report["config"])
+        expect(cfg is not None, f"the shape report names a configuration the grader did not make: {report['config']!r}")
+        label = f"{report['config']} ({report['dtype_in']} input)"
+        result = get(report, "result")
+        if "error" in result:
+            problem = describe_error(result["error"])
+            raise Fail(problem if result["error"]["not_implemented"] else f"{label}: {problem}")
+        want = expected_shape(cfg)
+        expect(result["shape"] == want, f"{label}: output shape is {tuple(result['shape'])}, expected {tuple(want)}")
+        expect(result["dtype"] == report["dtype_in"],
+               f"{label}: output dtype is {result['dtype']}; it should follow the input's dtype")
+        expect(result["device"] == report["device_in"],
+               f"{label}: output is on {result['device']} for an input on {report['device_in']}")
+        if "input_after" in result:
+            expect(same(result["input_after"], result["input_before"]),
+                   f"{label}: forward modified its input x in place; work on new tensors")
+
+
+def check_leak(obs, what):
+    leak = get(obs)
+    moved, jac = leak["moved"], leak["jacobian"]
+    tokens = moved.shape[0] if moved.dim() == 1 else 0
+    expect(tokens > 1 and tuple(jac.shape) == (tokens, tokens), f"{what}: its output for {tokens or 'several'} tokens "
+           f"does not have one row per token (the gradient of the outputs by the inputs is {tuple(jac.shape)}), "
+           "so causality could not be measured; check the output's shape")
+    moved, jac = moved.double(), jac.double()
+    expect(bool(moved.isfinite().all() and jac.isfinite().all()),
+           f"{what} gives nan or inf, so whether a token sees later tokens could not be measured")
+    tol = 1e-5 * max(1.0, leak["scale"])
+    bad = (moved > tol).nonzero()
+    if len(bad):
+        t = int(bad[0])
+        raise Fail(f"{what}: changing tokens {t} and later changed the output at an earlier position "
+                   f"(by up to {moved[t].item():.3g}); a token must not see the tokens after it")
+    future = torch.triu(torch.ones_like(jac, dtype=torch.bool), diagonal=1)
+    # Exactly zero for a -inf/-1e9 fill; multiply-and-renormalise leaves float rounding (~1e-8).
+    limit = 1e-6 * max(float(jac.max()), 1e-12)
+    if (jac[future] > limit).any():
+        t, s = (future & (jac > limit)).nonzero()[0].tolist()
+        raise Fail(f"{what}: the output at position {t} has a nonzero gradient with respect to input {s} "
+                   f"(|d out[{t}] / d x[{s}]| = {jac[t, s].item():.3g}); it must be 0 for every later token")
+    expect(float(jac.diagonal().min()) > 0, f"{what}: the output at some position does not depend on its own token")
+
+
+def check_dropout(out, p, what):
+    """Judge the output of ``dropout_report``: see ``probes.common.dropout_weights``."""
+    expect(out.dim() == 3, f"{what}: the output of a batch of shape (batch, tokens, dim) has shape "
+           f"{tuple(out.shape)}; it should have 3 dimensions too")
+    b, T, width = out.shape
+    expect(T > 1 and width == T + 1, f"{what}: output has shape {tuple(out.shape)}, expected (batch, {T}, {T + 1})")
+    weights, total = out[..., :T].double(), out[..., T].double()
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool)).expand(b, T, T)
+    expect(bool((weights[~causal] == 0).all()),
+           f"{what}: in train mode some attention weight above the diagonal is nonzero (a future token is visible)")
+    expect_finite(out, f"{what}: the output in train mode")
+    uniform = (1.0 / torch.arange(1, T + 1, dtype=torch.float64)).view(1, T, 1).expand(b, T, T)
+    kept = causal & (weights != 0)
+    expect(bool(kept.any()), f"{what}: in train mode every attention weight came out 0 (is forward returning zeros?); "
+           f"with dropout={p} about {1 - p:.0%} of them should survive, scaled by 1/(1-p)")
+    dropped = float(1 - kept.sum() / causal.sum())
+    expect(dropped > 0.005, f"{what}: in train mode with dropout={p} no attention weight was zeroed; "
+           "dropout must act on the attention weights after the softmax")
+    ratio = weights[kept] / uniform[kept]
+    scale = 1 / (1 - p)
+    expect(float(ratio.max() - ratio.min()) <= 1e-3 * float(ratio.abs().max()),
+           f"{what}: with equal scores every visible token should get the same weight (1/(t+1) in row t) before "
+           "dropout, but the kept weights differ within a row; check the mask and the softmax first")
+    if not torch.allclose(ratio, torch.full_like(ratio, scale), rtol=1e-4, atol=0):
+        seen = ratio.median().item()
+        hint = " (that is 1/p; use 1/(1-p), as nn.Dropout does)" if abs(seen - 1 / p) < 1e-3 else ""
+        raise Fail(f"{what}: kept attention weights are scaled by {seen:.4f}{hint}; "
+                   f"with dropout={p} they should be scaled by exactly 1/(1-p) = {scale:.4f}")
+    expect(abs(dropped - p) < 0.03, f"{what}: {dropped:.1%} of the attention weights were zeroed; "
+           f"with dropout={p} about {p:.0%} should be")
+    expect(torch.allclose(total, weights.sum(-1), atol=1e-5),
+           f"{what}: dropout seems to act on the output of attention, not on the attention weights")
+
+
+def check_eval(obs, what):
+    rep = get(obs)
+    first = rep["first"]
+    expect(bool(first.isfinite().all()), f"{what} in eval mode gives nan or inf")
+    expect(same(first, rep["second"]),
+           f"{what}: two calls in eval mode gave different outputs; dropout must be off in eval mode "
+           "(nn.Dropout does this; F.dropout needs training=self.training)")
+    expect_close(first, rep["p0"], f"{what} in eval mode vs. the same weights with dropout=0")
+    expect(not close(first, rep["other_input"]),
+           f"{what} gave the same output for two different inputs (does forward return a stored result?)")
+
+
+def check_gradients(obs, what):
+    grads = get(obs)
+    expect(len(grads) > 0, f"{what} has no parameters")
+    missing = [str(name) for name, ok in grads.items() if not ok]
+    expect(not missing, f"{what}: no gradient reaches {', '.join(missing)} (is it used in forward, "
+           "and not detached or replaced by a plain tensor?)")
+
+
+def expect_finite(t, what, hint=""):
+    if not bool(t.isfinite().all()):
+        idx = (~t.isfinite()).nonzero()[0].tolist()
+        raise Fail(f"{what}[{', '.join(map(str, idx))}] is {t[tuple(idx)].item()}{hint}")
+
+
+ALL_HIDDEN_HINT = (": a row whose keys are all hidden (a sequence of nothing but padding) must stay finite; "
+                   "fill hidden scores with a large negative finite number (-1e9 or torch.finfo(dtype).min), "
+                   "not -inf, whose softmax is nan")
+
+
+def check_padding(rep, real, what):
+    """Judge a padding report: outputs of real tokens ignore padded inputs; nothing is nan.
+
+    ``real``: (batch, seq) bool, True for the tokens whose outputs must not change.
+    """
+    shape = tuple(rep["clean"].shape)
+    expect(len(shape) == 3 and shape[:2] == tuple(real.shape), f"{what}: the output for a batch of shape "
+           f"{(*real.shape, 'dim')} with a padding mask has shape {shape}; check how the mask's axes line up with "
+           "the scores' (batch, query, key) axes")
+    expect_finite(rep["clean"], f"{what} output with padding")
+    expect_finite(rep["all_padded"], f"{what} output", ALL_HIDDEN_HINT)
+    expect(tuple(rep["junk"].shape) == shape, f"{what}: changing the padded positions' inputs changed the output's "
+           f"shape from {shape} to {tuple(rep['junk'].shape)}")
+    clean, junk = rep["clean"][real].double(), rep["junk"][real].double()
+    moved = (clean - junk).abs().amax(dim=-1)
+    expect(bool(moved.isfinite().all()), f"{what}: with junk in the padded positions the output of a real token "
+           "is nan or inf; the mask must hide padded keys")
+    if bool((moved > 1e-5 * max(1.0, float(clean.abs().max()))).any()):
+        b, t = real.nonzero()[int(moved.argmax())].tolist()
+        raise Fail(f"{what}: the output of real token {t} in sequence {b} changed by {moved.max().item():.4g} "
+                   "when only the padded positions' inputs changed; the mask must hide padded keys "
+                   "(mask 0 = hidden, filled before the softmax)")
+
+
+def check_divisibility(obs, call, why):
+    """Judge ``raised``: ``call`` must raise ValueError with a message (``why``: what does not divide)."""
+    r = get(obs)
+    expect(r["raised"] != "AssertionError", f"{call} raised AssertionError; raise ValueError instead "
+           "(asserts vanish under python -O)")
+    expect(r["raised"] in ("ValueError", ""), f"{call} should raise ValueError ({why}); it raised "
+           f"{r['raised']} instead: {r['message']}")
+    expect(r["raised"] == "ValueError", f"{call} should raise ValueError ({why}), but it did not: without the "
+           "check the mistake surfaces later, in forward, far from its cause")
+    expect(len(r["message"]) >= 10, f"the ValueError of {call} should say what is wrong ({why})")
+
+
+def check_inverted_dropout(out, undropped, p, what, where):
+    """``out`` should be ``undropped`` with about p of its nonzero entries zeroed and the others
+    scaled by exactly 1/(1-p) (inverted dropout, as nn.Dropout does in train mode)."""
+    out, undropped = out.double(), undropped.double()
+    expect(out.shape == undropped.shape,
+           f"{what}: output has shape {tuple(out.shape)}, expected {tuple(undropped.shape)}")
+    expect_finite(out, f"{what}: the output in train mode")
+    live = undropped.abs() > 1e-6
+    zeroed = live & (out == 0)
+    fraction = float(zeroed.sum() / live.sum())
+    expect(fraction > 0.005, f"{what} in train mode with dropout={p} zeroed nothing {where}")
+    kept = live & ~zeroed
+    expect(bool(kept.any()), f"{what} in train mode with dropout={p} zeroed every value {where}; about "
+           f"{1 - p:.0%} of them should be kept, scaled by 1/(1-p)")
+    ratio = out[kept] / undropped[kept]
+    if not torch.allclose(ratio, torch.full_like(ratio, 1 / (1 - p)), rtol=1e-3, atol=0):
+        raise Fail(f"{what}: in train mode the values {where} that dropout keeps should be scaled by exactly "
+                   f"1/(1-p) = {1 / (1 - p):.4f}; their ratio to the values without dropout is about "
+                   f"{ratio.median().item():.4f} (is dropout applied somewhere else?)")
+    expect(abs(fraction - p) < 0.04, f"{what}: dropout zeroed {fraction:.1%} of the values {where}; "
+           f"with dropout={p} about {p:.0%} should be")

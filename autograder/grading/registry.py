@@ -1,0 +1,94 @@
+"""The one registry of checks: id, stage, points, title, probe and judge live together.
+
+A check names the *probe* (trusted code that runs beside the student's code in the child
+process and returns plain data) and supplies the *judge* (runs in the grading process and
+compares that data with golden data or with properties). Points and feedback are declared
+here and nowhere else; reports, Gradescope output and notebooks read them from ``registry()``.
+
+Each stage's module in ``checks/`` declares its checks on a ``Checks`` of its own; ``registry()``
+gathers them, the first time it is asked. Importing a module of checks changes nothing elsewhere.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable
+
+from ..curriculum import STAGES
+
+# Devices a numeric check runs on. cuda is used when present and reported as not
+# available otherwise; the points of a check never depend on which devices ran.
+NUMERIC = ("cpu", "cuda")
+CPU = ("cpu",)
+MOVES = ("meta", "cuda")  # device movement: meta works on every machine, cuda when present
+
+# Gradescope shows a check's result at once when it is VISIBLE, after grades are published
+# otherwise. VISIBLE is for checks that the student's public self-checks already make on the same
+# inputs (the book's seeded examples, the documented errors): seeing them reveals nothing hidden.
+VISIBLE = "visible"
+
+
+class Fail(Exception):
+    """Raised by a judge: the message is the feedback a student reads."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a judge is given besides the observation: the golden data of its probe (the reference's
+    observation, for deterministic probes; None otherwise) and the device the probe ran on."""
+    golden: object
+    device: str
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    stage: int
+    points: int
+    title: str
+    probe: str
+    judge: Callable = field(compare=False, repr=False)  # judge(obs, ctx): raises Fail, or returns a note
+    devices: tuple = CPU
+    visibility: str = "after_published"  # Gradescope: hidden until grades are published
+
+
+class Checks(list):
+    """The checks of one stage, in order: ``@CHECKS.add(id, ...)`` declares ``judge(obs, ctx)`` as
+    one. A judge raises ``Fail`` with feedback, or returns (a string it returns is a line added to
+    the passed check's feedback, such as a measured speed)."""
+
+    def __init__(self, stage: int):
+        super().__init__()
+        self.stage = stage
+
+    def add(self, id, *, points, title, probe, devices=CPU, visibility="after_published"):
+        def declare(judge):
+            self.append(Check(id, self.stage, points, title, probe, judge, tuple(devices), visibility))
+            return judge
+
+        return declare
+
+
+@lru_cache(maxsize=1)
+def registry() -> dict[str, Check]:
+    """Every check, id -> ``Check``, in stage order: what each stage's module declares."""
+    found = {}
+    for stage in sorted(STAGES):
+        declared = importlib.import_module(f"{__package__}.checks.stage{stage}").CHECKS
+        for c in declared:
+            if c.id in found:
+                raise ValueError(f"duplicate check id {c.id!r}")
+            if c.stage != stage or not c.id.startswith(f"s{stage}."):
+                raise ValueError(f"{c.id} is declared in the checks of stage {stage}")
+            found[c.id] = c
+    return found
+
+
+def all_checks(stages=None):
+    """Every check, or those of ``stages``, in stage order."""
+    return [c for c in registry().values() if stages is None or c.stage in stages]
+
+
+def max_points(stage=None):
+    return sum(c.points for c in all_checks(None if stage is None else {stage}))

@@ -1,0 +1,175 @@
+"""One student's results, in one family of types: a ``CheckResult`` per check, ``StageTotal`` per
+stage, ``Graded`` for a grading, and ``Record``, what ``grade-all`` keeps of it. Each of Gradescope's
+results.json, the class CSV, the summary and the terminal table is read from these."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..curriculum import STAGES
+from .registry import max_points
+
+PASSED, FAILED, ERROR = "passed", "failed", "error"  # ERROR: the grader's own fault, graded again later
+
+GRADER_ERROR = ("the grader failed on this check, which is not your fault: the check gets no points for now and "
+                "will be graded again once the grader is fixed")
+
+
+@dataclass
+class CheckResult:
+    id: str
+    stage: int
+    title: str
+    max_points: int
+    status: str  # PASSED, FAILED or ERROR
+    feedback: str
+    visibility: str
+
+    @property
+    def passed(self):
+        return self.status == PASSED
+
+    @property
+    def points(self):
+        return self.max_points if self.passed else 0
+
+
+@dataclass(frozen=True)
+class StageTotal:
+    stage: int
+    points: int
+    max_points: int
+    passed: int  # checks passed
+    checks: int
+
+
+def stage_totals(results) -> dict[int, StageTotal]:
+    """{stage: its total} in stage order."""
+    stages = sorted({r.stage for r in results})
+    return {s: StageTotal(s, sum(r.points for r in results if r.stage == s),
+                          sum(r.max_points for r in results if r.stage == s),
+                          sum(r.passed for r in results if r.stage == s),
+                          sum(r.stage == s for r in results)) for s in stages}
+
+
+@dataclass
+class Graded:
+    results: list  # of CheckResult, in stage order
+    seconds: float
+    isolation: dict = field(default_factory=dict)  # what protected the run (user, network, limits)
+    origins: dict = field(default_factory=dict)  # module -> where its code came from (a file, a notebook)
+    grader_errors: list = field(default_factory=list)  # (check id, device, traceback): for the instructor
+
+    @property
+    def regrade(self):
+        """The checks the grader failed on: they must be graded again by a fixed kit."""
+        return [r.id for r in self.results if r.status == ERROR]
+
+    @property
+    def totals(self) -> dict[int, StageTotal]:
+        return stage_totals(self.results)
+
+    def gradescope(self) -> dict:
+        """Gradescope's results.json: one test per check, with its visibility.
+
+        Gradescope knows a test's status as passed or failed only, so a check the grader failed on
+        is "failed" with ``extra_data.grader_error`` set, and the top level's ``extra_data.regrade``
+        lists them: what a fixed kit must grade again."""
+        data = {
+            "score": sum(r.points for r in self.results),
+            "execution_time": round(self.seconds, 2),
+            "stdout_visibility": "hidden",
+            "tests": [
+                {
+                    "name": f"Stage {r.stage}: {r.title}",
+                    "number": r.id,
+                    "score": r.points,
+                    "max_score": r.max_points,
+                    "status": "passed" if r.passed else "failed",
+                    "output": r.feedback,
+                    "visibility": r.visibility,
+                    **({"extra_data": {"grader_error": True}} if r.status == ERROR else {}),
+                }
+                for r in self.results
+            ],
+        }
+        if self.regrade:
+            data["extra_data"] = {"regrade": self.regrade}
+        return data
+
+
+def ungradable(output, why, stages) -> dict:
+    """results.json for a submission that could not be graded at all: score 0, ``output`` on top,
+    and one failed test per stage, so the student sees what each stage was worth and why it got nothing."""
+    return {
+        "score": 0,
+        "output": output,
+        "stdout_visibility": "hidden",
+        "tests": [{"name": f"Stage {n}: {STAGES[n].title}", "number": f"s{n}", "score": 0,
+                   "max_score": max_points(n), "status": "failed", "output": f"not graded: {why}",
+                   "visibility": "visible"} for n in stages],
+    }
+
+
+@dataclass
+class Record:
+    """A student's graded results as ``grade-all`` keeps them: Gradescope's results.json (``data``,
+    handed back as it is), with the kit's bookkeeping in its ``extra_data``: the student, what was
+    graded (fingerprints, stages, devices, timeout), the points per stage, the problem, if any, and
+    the checks to grade again."""
+    data: dict
+
+    @classmethod
+    def of(cls, graded: Graded, bookkeeping: dict) -> "Record":
+        data = graded.gradescope()
+        problem = (f"grader error in {', '.join(graded.regrade)} (not the student's fault): those checks count 0 "
+                   "until a fixed kit grades this row again" if graded.regrade else "")
+        data["extra_data"] = {**bookkeeping, "stage_points": {str(s): t.points for s, t in graded.totals.items()},
+                              "problem": problem, "regrade": graded.regrade, "seconds": round(graded.seconds, 2)}
+        return cls(data)
+
+    @classmethod
+    def not_graded(cls, output: str, why: str, stages, bookkeeping: dict) -> "Record":
+        data = ungradable(output, why, stages)
+        data["extra_data"] = {**bookkeeping, "stage_points": {str(s): 0 for s in stages}, "problem": why,
+                              "regrade": [], "seconds": 0}
+        return cls(data)
+
+    @classmethod
+    def load(cls, path: Path) -> "Record | None":
+        """The record in ``path``; None when there is none, or it is unreadable (graded again)."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(data, dict) and isinstance(data.get("extra_data"), dict)
+        return cls(data) if ok and isinstance(data["extra_data"].get("stage_points"), dict) else None
+
+    @property
+    def extra(self) -> dict:
+        return self.data["extra_data"]
+
+    @property
+    def score(self):
+        return self.data["score"]
+
+    @property
+    def problem(self) -> str:
+        return self.extra.get("problem", "")
+
+    @property
+    def regrade(self) -> list:
+        return self.extra.get("regrade") or []
+
+    def points(self, stages) -> dict[int, int]:
+        """{stage: points} for ``stages`` (a stage not graded counts 0)."""
+        return {s: self.extra["stage_points"].get(str(s), 0) for s in stages}
+
+    def reusable(self, key: dict, keep_records=False) -> bool:
+        """Is this still the student's grade? Not when it is marked for a regrade (the grader failed
+        on a check), nor when anything it was graded from has changed; with ``keep_records``, a
+        record of an earlier kit is kept, so that a fixed kit grades only the rows it must."""
+        if self.regrade:
+            return False
+        return all(self.extra.get(k) == v for k, v in key.items() if not (keep_records and k == "kit"))

@@ -1,0 +1,81 @@
+"""The one rule that ties a notebook to a module, both ways.
+
+In the course's notebooks, the code a student writes for a stage lives in one cell that starts
+with ``%%writefile attention_lab/<module>.py``: running the cell saves it as that module, so the
+notebook, the module on disk and the hidden checks all see the same code. The course builder
+writes such cells; ``attention-lab grade`` reads them back out of a submitted notebook, without
+running anything, to grade them in the isolated runner.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ..curriculum import STAGES
+
+MODULES = tuple(s.module for s in STAGES.values())
+NOTEBOOK_MAX_BYTES = 20 * 2**20
+_MAGIC = re.compile(r"%%writefile\s+attention_lab/(\w+)\.py")
+
+
+class NotebookError(Exception):
+    """The file is not a notebook we can read: a message for the user."""
+
+
+def module_cell(module: str, code: str) -> str:
+    """The source of the cell that saves ``code`` as ``attention_lab/<module>.py``."""
+    return f"%%writefile attention_lab/{module}.py\n{code}"
+
+
+def module_of(cell_source: str):
+    """``(module, code)`` when the cell saves one of the lab's modules, else None.
+
+    Only the exact form written by ``module_cell`` counts (no ``-a``, no other folder), and the
+    code is what IPython's ``%%writefile`` would write: everything after the first line."""
+    first, _, code = cell_source.partition("\n")
+    match = _MAGIC.fullmatch(first.strip())
+    if match and match.group(1) in MODULES:
+        return match.group(1), code
+    return None
+
+
+def read(path: Path) -> dict:
+    """A notebook's JSON, refusing what is not one (or is absurdly large) with a clear message."""
+    try:
+        if path.stat().st_size > NOTEBOOK_MAX_BYTES:
+            raise NotebookError(f"{path.name} is larger than {NOTEBOOK_MAX_BYTES // 2**20} MiB")
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotebookError(f"{path.name} is not a readable notebook: {exc}") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise NotebookError(f"{path.name} is not a notebook (no list of cells)")
+    return notebook
+
+
+def source_text(cell: dict) -> str:
+    """nbformat stores a cell's source as one string or as a list of lines."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def modules_in(path: Path) -> dict[str, str]:
+    """``{module: code}`` for every module cell of the notebook at ``path``; when a notebook
+    saves one module twice, the later cell wins, as it would when the notebook is run."""
+    found = {}
+    for cell in read(path)["cells"]:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            saved = module_of(source_text(cell))
+            if saved:
+                found[saved[0]] = saved[1]
+    return found
+
+
+def fill(notebook: dict, modules: dict[str, str]) -> dict:
+    """``notebook`` with the code of ``modules`` typed into their module cells, as a student
+    does (for tests and benchmarks that play students)."""
+    for cell in notebook["cells"]:
+        saved = module_of(source_text(cell)) if cell.get("cell_type") == "code" else None
+        if saved and saved[0] in modules:
+            cell["source"] = module_cell(saved[0], modules[saved[0]])
+    return notebook

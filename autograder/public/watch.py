@@ -1,0 +1,69 @@
+"""What torch, builtins and the kit's own modules looked like: a snapshot, and what changed since.
+
+The child takes one before any student code runs and compares after every task (a submission that
+patches ``torch.allclose``, a probe, or leaves a torch mode on is caught, and the change undone);
+stage 8's speed probe compares between two timed calls. Only torch and the standard library here.
+"""
+from __future__ import annotations
+
+import builtins
+import sys
+
+import torch
+
+
+def _watched():
+    import numpy  # noqa: F401  (torch imports it; students may compare with numpy.testing)
+
+    owners = [builtins, torch, torch.Tensor, torch._C.TensorBase, torch.nn.functional, torch.nn.Module,
+              torch.testing, torch.autograd, torch.autograd.functional, sys.modules.get("numpy.testing")]
+    owners += [m for name, m in sys.modules.items() if name.split(".")[0] == "autograder"]
+    return [o for o in owners if o is not None]
+
+
+def _label(owner, name):
+    return f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
+
+
+def describe_changes(changed):
+    """What ``Watch.changes()`` found, as words: "changed torch.allclose and left a TorchFunctionMode active"."""
+    modes = [c for c in dict.fromkeys(changed) if c.endswith(" left active")]
+    names = [c for c in dict.fromkeys(changed) if c not in modes][:3]
+    did = ([f"changed {', '.join(names)}"] if names else []) + [f"left {m.removesuffix(' left active')} active"
+                                                              for m in modes]
+    return " and ".join(did)
+
+
+class Watch:
+    """What torch, builtins and the probes looked like before the submission was imported."""
+
+    def __init__(self):
+        self.owners = _watched()
+        self.saved = [(o, dict(vars(o))) for o in self.owners]
+        # A class may gain harmless caches (copyreg's __slotnames__ on the first torch.save);
+        # a new entry counts only if it shadows something the class already had.
+        self.had = {id(o): set(dir(o)) for o in self.owners if isinstance(o, type)}
+
+    def changes(self):
+        """Undo every change to a watched name; return the names that were changed."""
+        changed = []
+        for owner, saved in self.saved:
+            now = vars(owner)
+            for name, value in saved.items():
+                if now.get(name, _MISSING) is not value:
+                    changed.append(_label(owner, name))
+                    setattr(owner, name, value)
+            if isinstance(owner, type):  # a class that gained a method now shadows the real one
+                for name in [n for n in now if n not in saved and n in self.had[id(owner)]]:
+                    changed.append(_label(owner, name))
+                    delattr(owner, name)
+        while torch._C._len_torch_function_stack() > 0:
+            torch._C._pop_torch_function_stack()
+            changed.append("a TorchFunctionMode left active")
+        while torch._C._len_torch_dispatch_stack() > 0:
+            torch._C._pop_torch_dispatch_stack()
+            changed.append("a TorchDispatchMode left active")
+        return changed
+
+
+_MISSING = object()

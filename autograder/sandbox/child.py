@@ -1,0 +1,120 @@
+"""The child process: confines itself, imports the student's package, runs the probes it is given.
+
+Forked by the fork server (``server.py``), which has run ``preload`` once. Everything before
+``confine.arm`` is trusted set-up that runs before any student code. The probes come from the
+module the job names (``protocol.PROBES``), imported by that name: it offers ``PROBES`` (name ->
+probe, with ``fn`` and ``library_attention``), ``Lab`` (lazy access to the student's modules) and
+``attempt`` (a call whose exception becomes an error record). Per task it writes the task's index
+to ``CURRENT`` (so the parent can blame a crash or hang on it) and then one file of plain data,
+atomically (see ``protocol``).
+"""
+import contextlib
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..public.feedback import problem
+from ..public.watch import Watch, describe_changes
+from . import confine, protocol
+from .linux import die_with_parent
+
+
+def preload(meta, probes=protocol.PROBES):
+    """What every child needs before its job is known: torch and the probes, imported once by the
+    fork server. ``meta``: also warm up the meta device (see ``_warm_meta``)."""
+    import torch  # noqa: F401
+
+    importlib.import_module(probes).load()
+    if meta:
+        _warm_meta()
+
+
+def _warm_meta():
+    """torch's first meta-device op imports torch._dynamo, which rewraps torch.manual_seed and
+    more: let that happen before the snapshot that detects tampering (~1 s, paid once)."""
+    import torch
+
+    torch.empty(2, device="meta") @ torch.empty(2, device="meta")
+
+
+def main(job_path):
+    parent = os.getppid()  # the fork server
+    job = protocol.Job.read(job_path)
+    out = Path(job.out)
+    sys.dont_write_bytecode = True  # leave no __pycache__ behind
+
+    import torch
+
+    probes = importlib.import_module(job.probes)
+    table = probes.load()
+    if "meta" in job.devices:
+        _warm_meta()  # a no-op when the server has done it
+    lim = job.limits
+    confine.limit(lim.memory, lim.file, lim.cpu * (len(job.tasks) + 2), lim.processes,
+                  address_space="cuda" not in job.devices)
+    layers = {"network": confine.cut_network(), "user": job.uid}
+    if job.uid is not None:
+        unreachable = confine.expose([p for p in sys.path if p != job.kit_parent], job.stash)
+        if unreachable:
+            sys.exit(f"the unprivileged grading user cannot read {unreachable[0]}, and this machine does not "
+                     "let the grader open a way (no mount namespace): make the folders on the way to it "
+                     "enterable by others (chmod o+x), or grade as a user other than root")
+        confine.drop_privileges(job.uid, job.gid)
+    die_with_parent(parent)  # after the change of user, which clears it
+    (out / protocol.LAYERS).write_text(json.dumps(layers))
+
+    # From here on the grader is out of the import path: only torch & co. and the submission,
+    # last, so that a torch.py or autograder/ shipped in it shadows nothing.
+    sys.path[:] = [p for p in sys.path if p != job.kit_parent] + [job.submission]
+    refusals = []
+    grader_files = {m.__file__ for name, m in sys.modules.items()
+                    if name.split(".")[0] == "autograder" and getattr(m, "__file__", None)}
+    confine.arm(job.sandbox, job.secrets, grader_files, refusals.append)
+    lab = probes.Lab(job.submission)
+    for module, message in job.broken.items():
+        lab.mark_broken(module, message)
+    watch = Watch()
+
+    for index, task in job.tasks:
+        (out / protocol.CURRENT).write_text(str(index))
+        refusals.clear()
+        hand = None if task.kind == "import" or table[task.name].library_attention else confine.HandWritten()
+        torch.manual_seed(0)
+        torch.set_default_dtype(torch.float32)
+        with torch.enable_grad(), hand or contextlib.nullcontext():
+            if task.kind == "import":
+                result = probes.attempt(lambda: lab.load(task.name) and {"ok": True})
+            else:
+                result = probes.attempt(table[task.name].fn, lab, task.device)
+        # Checked after every task, before anything is saved: torch.save may have been patched too.
+        subject = (f"attention_lab/{task.name}.py, while being imported," if task.kind == "import"
+                   else "the submission")
+        why = _untrustworthy(subject, watch.changes(), refusals, hand)
+        if why:
+            result = {"error": problem(*why)}
+            if task.kind == "import":
+                lab.mark_broken(task.name, why[1])
+        done = protocol.result_file(out, index)
+        tmp = done.with_suffix(".tmp")
+        torch.save(result, tmp)
+        os.replace(tmp, done)
+    (out / protocol.CURRENT).write_text(protocol.DONE)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no atexit hook or finaliser of the submission's runs after the last result
+
+
+def _untrustworthy(subject, changed, refusals, hand):
+    """(kind, message) when a task's result cannot be trusted, else None."""
+    if changed:
+        return ("Tampered", f"{subject} {describe_changes(changed)}, which the grader relies on, "
+                "so no result can be trusted")
+    if refusals:
+        return "Refused", f"{subject} tried to {refusals[0]}, which grading does not allow"
+    if hand is not None and hand.used:
+        return "LibraryAttention", (f"uses {hand.used}, which is not allowed in this stage: "
+                                    "its point is to write attention by hand")
+    return None
+

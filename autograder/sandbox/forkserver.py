@@ -1,0 +1,183 @@
+"""The grader's end of the fork server: a process that has imported torch and the probes once and
+forks a fresh child per request (its loop is ``server.py``).
+
+Starting a grading child from nothing means importing torch (over a second here) and warming
+up the meta device (another second); forking a process that has done both takes milliseconds.
+The forked child then confines itself exactly as a fresh one would (``child.main``).
+
+The server also owns the identity its children run as, so that after each child the grader
+can kill whatever that child left behind without touching anyone else's processes: as root, a
+grading user id of its own (one of ``SLOTS``, claimed with a lock, so that gradings running side
+by side never share one); otherwise a mark in the environment that every descendant inherits.
+
+Both ends die together: the server gets SIGKILL when the grader that started it dies (even by
+``kill -9``), and a child when its server dies, so an interrupted grading leaves nothing running.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets as tokens
+import select
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import GradingError
+from ..paths import KIT_ROOT
+from . import linux, workspace
+from .protocol import PROBES, START_TIMEOUT_S
+
+SLOTS = range(workspace.CHILD_UID, workspace.CHILD_UID + 32)  # 65500-65531: owned by nobody
+
+
+class ForkServer:
+    """Start one with ``with ForkServer() as server:``; ``start`` forks a child, one at a time."""
+
+    def __init__(self, meta=True, threads=None):
+        self.meta, self.threads = meta, threads
+        self.uid = self.gid = None
+        self._lock = None
+        self.proc = None
+        self.mark = f"ATTENTION_LAB_RUN={tokens.token_hex(8)}"
+        if workspace.is_root():
+            self.uid, self._lock = claim_slot()
+            self.gid = self.uid
+            self.kill_stragglers(None)  # left by a grading that was killed while it held this slot
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def base_env(self):
+        """What every child's environment starts from (``Workspace`` adds its HOME and TMPDIR)."""
+        passed = {k: v for k, v in os.environ.items()
+                  if k.startswith(("CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_")) or k == "LD_LIBRARY_PATH"}
+        name, value = self.mark.split("=")
+        # numpy's BLAS starts its threads at import; a fork copies only one, so start none.
+        return {"OPENBLAS_NUM_THREADS": "1", **passed, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", name: value}
+
+    def _ensure_running(self):
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        paths = [str(KIT_ROOT)] + [p for p in workspace.site_paths() if p != str(KIT_ROOT)]
+        boot = (f"import sys; sys.path[:0] = {paths!r}; from autograder.sandbox.server import serve; "
+                f"serve({self.meta!r}, {self.threads!r}, {PROBES!r})")
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", boot], env=self.base_env(), bufsize=0,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, cwd="/",
+        )
+        if self._read(START_TIMEOUT_S) != "ready":
+            self.close()
+            raise GradingError(f"the grader's fork server did not start: {self._last_words()}")
+
+    def _read(self, timeout):
+        """The server's next line, None on timeout, "" when it has gone."""
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        return self.proc.stdout.readline().decode(errors="replace").strip()
+
+    def _last_words(self):
+        self._stderr.seek(0)
+        lines = self._stderr.read()[-2000:].decode(errors="replace").strip().splitlines()
+        code = self.proc.poll()
+        return (lines[-1] if lines else "no error output") + (f" (exit code {code})" if code is not None else "")
+
+    def start(self, job, stderr, cwd, env) -> "Child":
+        self._ensure_running()
+        request = {"job": str(job), "stderr": str(stderr), "cwd": str(cwd), "env": env}
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+        except BrokenPipeError:  # it died since the check: start another, once
+            self.proc.wait()
+            self._ensure_running()
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+        answer = self._read(START_TIMEOUT_S) or ""
+        if not answer.startswith("started "):
+            self.close()
+            raise GradingError(f"the grader's fork server did not fork a child: {self._last_words()}")
+        return Child(self, int(answer.split()[1]))
+
+    def kill_stragglers(self, pgid):
+        """Kill what a finished child left running: its process group, and every process that
+        escaped it (the slot's user id as root; the server's mark otherwise, the server spared)."""
+        if pgid is not None:
+            linux.kill_group(pgid)
+        spare = {self.proc.pid} if self.proc is not None else set()
+        for _ in range(100):  # a fork bomb may race us for a moment; the process limit bounds it
+            found = linux.processes_of(self.uid) if self.uid is not None else linux.marked(self.mark)
+            found = [pid for pid in found if pid not in spare]
+            if not found:
+                return
+            for pid in found:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            linux.reap(found)
+            time.sleep(0.01)
+
+    def close(self):
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc.stdin.close()
+            self.proc.stdout.close()
+            self._stderr.close()
+            self.proc = None
+        if self._lock is not None:
+            os.close(self._lock)  # frees the slot
+            self._lock = None
+
+
+class Child:
+    """A forked child, as the runner watches it (the part of ``subprocess.Popen`` it uses)."""
+
+    def __init__(self, server, pid):
+        self.server, self.pid, self.returncode = server, pid, None
+
+    def wait(self, timeout=None):
+        if self.returncode is None:
+            answer = self.server._read(timeout)
+            if answer is None:
+                raise subprocess.TimeoutExpired("grading child", timeout)
+            # "" means the server itself died (a child cannot kill it: it may not send signals);
+            # its child got SIGKILL with it.
+            self.returncode = int(answer.split()[1]) if answer.startswith("ended ") else -signal.SIGKILL
+        return self.returncode
+
+    def poll(self):
+        try:
+            return self.wait(0)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+def claim_slot():
+    """(uid, lock fd): a grading user id no other grading on this machine holds now."""
+    folder = Path(tempfile.gettempdir()) / "attention-lab-slots"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        raise GradingError(f"{folder} is not a folder that only this user can write: remove it, then grade again")
+    for uid in SLOTS:
+        fd = os.open(folder / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return uid, fd
+        except BlockingIOError:
+            os.close(fd)
+    raise GradingError(f"all {len(SLOTS)} grading users (uids {SLOTS[0]}-{SLOTS[-1]}) are busy with other gradings")

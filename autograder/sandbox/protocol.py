@@ -1,0 +1,75 @@
+"""What the grader and a grading child say to each other, spelled once for both ends.
+
+The grader writes a ``Job`` (JSON) into the workspace's control folder and asks the fork server for
+a child. The child runs the job's tasks in order; before each it writes the task's index to
+``CURRENT`` in its output folder (so a crash or hang is blamed on that task), after each one file of
+plain data, ``result_file(out, index)``, atomically; ``DONE`` in ``CURRENT`` when all are done, and
+what protected it to ``LAYERS``. The fork server answers ``ready``, then ``started <pid>`` and
+``ended <exit code>`` per request.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+START_TIMEOUT_S = 60.0  # for the fork server to start, and for a child to start its first task
+CURRENT, LAYERS, DONE = "current", "layers.json", "done"
+PROBES = "autograder.probes"  # the module a child imports, by name, to run probes: see ``Job.probes``
+
+
+def result_file(out: Path, index: int) -> Path:
+    return Path(out) / f"{index}.pt"
+
+
+@dataclass(frozen=True)
+class Task:
+    kind: str  # "import" or "probe"
+    name: str  # module name or probe name
+    device: str = "cpu"
+
+    @property
+    def stage(self):
+        """Probes are named ``s<stage>.<what>``; a crash while importing breaks only that module."""
+        return self.name.split(".")[0] if self.kind == "probe" else f"import {self.name}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory: int  # bytes of address space on top of what the child holds when it confines itself
+    file: int  # bytes of any one file it writes
+    cpu: float  # CPU seconds per task
+    processes: int  # threads and processes beyond those it has when it confines itself
+
+
+@dataclass
+class Job:
+    submission: str  # the folder that holds the copied attention_lab/
+    sandbox: str  # the only folder the child may write in
+    secrets: list  # folders it may not read
+    kit_parent: str | None  # the kit's checkout, taken off the child's import path (None: not on it)
+    uid: int | None  # the user it becomes (None: it stays who it is)
+    gid: int | None
+    limits: Limits
+    out: str  # where it writes CURRENT, LAYERS and the results
+    stash: str  # where it may park mounts for a moment (see ``confine.expose``)
+    broken: dict  # module -> why it is not imported again
+    tasks: list  # of (index, Task)
+    probes: str = PROBES
+    devices: set = field(init=False)
+
+    def __post_init__(self):
+        self.devices = {task.device for _, task in self.tasks}
+
+    def write(self, path: Path):
+        data = asdict(self)
+        data.pop("devices")
+        data["tasks"] = [[i, asdict(t)] for i, t in self.tasks]
+        Path(path).write_text(json.dumps(data))
+
+    @classmethod
+    def read(cls, path: Path) -> "Job":
+        data = json.loads(Path(path).read_text())
+        data["limits"] = Limits(**data["limits"])
+        data["tasks"] = [(i, Task(**t)) for i, t in data["tasks"]]
+        return cls(**data)

@@ -1,0 +1,253 @@
+"""Run probes in a child process and bring back plain data (the design's first principle:
+student code never runs in the process that scores it).
+
+The child is forked by a ``ForkServer`` (one per grading, or one per worker when a class is
+graded) and imports the submission; this process only reads what the child wrote: small regular
+files (never a link or a FIFO), loaded with ``torch.load(weights_only=True)`` and accepted only
+as plain data. A watchdog kills the child's whole process group, and everything that escaped
+it, when a task runs past its wall-clock or CPU time or the child grows past its memory limit.
+A task that crashes or hangs is blamed for it, and the tasks after it run in a fresh child; a
+stage whose code has crashed or hung ``STRIKES`` times is not called again, so a hostile
+submission finishes within a bound while its other stages are graded normally.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from ..errors import GradingError
+from ..paths import KIT_ROOT
+from ..public.feedback import problem
+from . import linux, protocol, workspace
+from .forkserver import ForkServer
+from .protocol import START_TIMEOUT_S, Task
+from .workspace import Workspace, read_small
+
+TASK_TIMEOUT_S = 10.0  # wall clock per task; the reference's slowest task takes well under 1 s
+CPU_PER_WALL = 2.0  # CPU seconds allowed per wall-clock second of a task (torch runs threads)
+MEMORY_LIMIT = 4 * 2**30
+FILE_LIMIT = 16 * 2**20  # any one file the child writes, its error output included
+EXTRA_PROCESSES = 32  # threads and processes beyond those the child has when it confines itself
+STRIKES = 2  # crashes or hangs of one stage's code before the grader stops calling it
+POLL_S = 0.02
+
+
+@dataclass
+class Run:
+    """What came back: one observation per task, and what protected the run."""
+    observations: dict
+    isolation: dict = field(default_factory=dict)
+
+
+def error(kind, message):
+    return {"error": problem(kind, message)}
+
+
+PLAIN_SCALARS = (str, int, float, bool, type(None))
+
+
+def validate(obj, path="result"):
+    """Raise ValueError unless ``obj`` is plain data: exact types only, no subclasses."""
+    t = type(obj)
+    if t in PLAIN_SCALARS:
+        return obj
+    if t is torch.Tensor:
+        if obj.requires_grad or obj.device.type != "cpu":
+            raise ValueError(f"{path}: tensor must be a detached CPU tensor")
+        return obj
+    if t in (list, tuple):
+        return [validate(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+    if t is dict:
+        if not all(type(k) is str for k in obj):
+            raise ValueError(f"{path}: keys must be strings")
+        return {k: validate(v, f"{path}.{k}") for k, v in obj.items()}
+    raise ValueError(f"{path}: {t.__name__} is not plain data")
+
+
+def load_result(data):
+    try:
+        return validate(torch.load(io.BytesIO(data), weights_only=True))
+    except Exception as exc:  # unreadable or not plain data: the task failed, grading goes on
+        return error("BadResult", f"the grader could not read this result ({str(exc)[:200]})")
+
+
+def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, server=None) -> Run:
+    """Run ``tasks`` against ``submission`` (a ``submission.Submission``), in children forked by
+    ``server`` (a ``ForkServer``; by default one started for this run alone)."""
+    if server is None:
+        with ForkServer(meta=any(t.device == "meta" for t in tasks)) as server:
+            return run_tasks(submission, tasks, timeout_s, server)
+    linux.become_subreaper()
+    ws = Workspace(submission, server.uid, server.gid)
+    run = Run({})
+    results: dict[int, dict] = {}
+    broken: dict[str, str] = {}
+    strikes: dict[str, int] = {}
+    pending = list(range(len(tasks)))
+    try:
+        while pending:
+            out = ws.child_dir()
+            blamed, why = _one_child(server, ws, tasks, pending, broken, out, timeout_s)
+            for i in pending:
+                data = read_small(protocol.result_file(out, i))
+                if data is not None:
+                    results[i] = load_result(data)
+            run.isolation = run.isolation or _layers(out, ws, timeout_s)
+            if blamed is not None and blamed not in results:
+                task = tasks[blamed]
+                results[blamed] = why
+                strikes[task.stage] = strikes.get(task.stage, 0) + 1
+                if task.kind == "import":
+                    broken[task.name] = why["error"]["message"]
+                elif strikes[task.stage] >= STRIKES:
+                    for i in pending:
+                        if i not in results and tasks[i].stage == task.stage:
+                            results[i] = error("NotRun", f"not run: this stage's code crashed or hung {STRIKES} "
+                                               "times already, so the grader stopped calling it")
+            elif not any(i in results for i in pending):
+                raise GradingError(f"the grader's child process ended before any task: {_last_words(ws, out)}")
+            pending = [i for i in pending if i not in results]
+    finally:
+        ws.remove()
+    run.observations = {tasks[i]: results[i] for i in range(len(tasks))}
+    return run
+
+
+def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
+    """An upper bound on ``run_tasks``'s wall time: every task runs to its timeout, and each of
+    the crashes or hangs the strikes allow starts a child that takes as long as it may to start."""
+    starts = 1 + STRIKES * len({t.stage for t in tasks})
+    return len(tasks) * (timeout_s + 1) + starts * START_TIMEOUT_S
+
+
+def _one_child(server, ws, tasks, pending, broken, out, timeout_s):
+    """Run ``pending`` tasks in one child. Returns (index blamed for an early end, its error)."""
+    job = protocol.Job(
+        submission=str(ws.submission), sandbox=str(ws.root), secrets=[str(p) for p in workspace.secrets()],
+        kit_parent=str(KIT_ROOT) if str(KIT_ROOT) not in workspace.site_paths() else None, uid=ws.uid, gid=ws.gid,
+        limits=protocol.Limits(MEMORY_LIMIT, FILE_LIMIT, timeout_s * CPU_PER_WALL, EXTRA_PROCESSES),
+        out=str(out), stash=str(ws.control / f"{out.name}.stash"), broken=broken,
+        tasks=[(i, tasks[i]) for i in pending])
+    job_path = ws.control / f"{out.name}.json"
+    job.write(job_path)
+    proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()))
+    try:
+        code, stopped = _watch(proc, out, timeout_s)
+    finally:
+        _kill(proc)
+        server.kill_stragglers(proc.pid)
+    current = _read_current(out)
+    if current is None:  # before the first task only trusted code has run: the kit failed
+        raise GradingError(f"the grader's child process failed to start ({stopped or _died(code, ws, out)})")
+    if stopped is not None:
+        return current, _blame(tasks, current, stopped, timeout=True)
+    if current == protocol.DONE:
+        return None, None
+    return current, _blame(tasks, current, _died(code, ws, out), timeout=False)
+
+
+def _watch(proc, out, timeout_s):
+    """Wait for the child; stop it when a task breaks a limit. Returns (exit code, why stopped)."""
+    cpu_limit = timeout_s * CPU_PER_WALL
+    current, since, cpu_since = None, time.monotonic(), 0.0
+    while True:
+        try:
+            return proc.wait(timeout=POLL_S), None
+        except subprocess.TimeoutExpired:
+            pass
+        now, cpu, rss = _read_current(out), *_usage(proc.pid)
+        if now != current:
+            current, since, cpu_since = now, time.monotonic(), cpu
+        elapsed = time.monotonic() - since
+        if current is None and elapsed > START_TIMEOUT_S:
+            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s"
+        if current not in (None, protocol.DONE):
+            if elapsed > timeout_s:
+                return None, f"timed out after {timeout_s:g} s"
+            if cpu - cpu_since > cpu_limit:
+                return None, f"used more than {cpu_limit:g} s of CPU time"
+        if rss > MEMORY_LIMIT:
+            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory"
+
+
+_TICKS, _PAGE = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
+
+
+def _usage(pid):
+    """(CPU seconds, resident bytes) of process ``pid``; zeros when it cannot be read."""
+    fields = linux.proc_stat(pid)
+    try:
+        return (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * _PAGE
+    except (TypeError, IndexError, ValueError):
+        return 0.0, 0
+
+
+def _read_current(out):
+    text = (read_small(out / protocol.CURRENT, limit=32) or b"").decode(errors="replace")
+    return protocol.DONE if text == protocol.DONE else int(text) if text.isdigit() else None
+
+
+def _layers(out, ws, timeout_s):
+    """What protected this run, for the report: a separate user, no network, limits."""
+    try:
+        reported = json.loads(read_small(out / protocol.LAYERS, limit=1000) or b"{}")
+    except ValueError:
+        reported = {}
+    return {
+        "user": f"uid {ws.uid} (unprivileged)" if ws.uid is not None else "the grading user (not root)",
+        "network": "none (own network namespace)" if reported.get("network") is True else "blocked in Python only",
+        "limits": (f"{timeout_s:g} s and {timeout_s * CPU_PER_WALL:g} CPU-s per task, "
+                   f"{MEMORY_LIMIT / 2**30:g} GiB, {FILE_LIMIT // 2**20} MiB files"),
+    }
+
+
+SIGNALS = {
+    signal.SIGXFSZ: f"wrote a file (or error output) larger than {FILE_LIMIT // 2**20} MiB",
+    signal.SIGXCPU: "used up its CPU time",
+    signal.SIGKILL: "was killed (SIGKILL), often for running out of memory",
+    signal.SIGSEGV: "crashed with a segmentation fault",
+}
+
+
+def _died(code, ws, out):
+    how = (SIGNALS.get(-code, f"was killed by signal {-code}") if code is not None and code < 0
+           else f"exited (code {code})")
+    words = _last_words(ws, out)
+    return how + (f"; its last message: {words}" if words else "")
+
+
+def _last_words(ws, out):
+    tail = (read_small(ws.control / f"{out.name}.stderr", limit=FILE_LIMIT + 1) or b"")[-300:]
+    lines = tail.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def _blame(tasks, index, how, timeout):
+    """The error for the task in progress when the child was stopped (timeout) or died."""
+    task = tasks[index]
+    if task.kind == "import":
+        module = f"attention_lab/{task.name}.py"
+        if timeout:
+            return error("Timeout", f"{how} while {module} was being imported")
+        if how.startswith("exited"):  # exited (code 0); ...
+            return error("Crash", f"the submission exited during import of {module} {how.removeprefix('exited ')}")
+        return error("Crash", f"the submission {how} during import of {module}")
+    if timeout:
+        return error("Timeout", f"{how} while this check ran")
+    return error("Crash", f"the submission {how} while this check ran")
+
+
+def _kill(proc):
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()

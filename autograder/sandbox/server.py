@@ -1,0 +1,76 @@
+"""The fork server's own loop, in its own process: it has imported torch and the probes once, and
+forks a fresh grading child per request (``forkserver.ForkServer`` is the grader's end of it).
+
+It holds nothing a child may not see: it imports exactly what ``child.py`` imports before it
+confines itself (no judges, no golden data, no reference), it never runs student code, and it runs
+no CPU kernel and never touches CUDA, so every child starts from torch as a fresh import leaves it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+
+from .linux import die_with_parent
+
+
+def serve(meta: bool, threads: int | None, probes: str):
+    """The server's main loop: one JSON request per line on stdin, answered on stdout with
+    ``started <pid>`` and, once that child has ended, ``ended <exit code>`` (negative: a signal)."""
+    die_with_parent()
+    import torch
+
+    # OpenMP's worker threads do not survive a fork, but its bookkeeping does: a child would wait
+    # forever for them at its first parallel kernel. With one thread the server starts none, and
+    # each child sets its own number (what a fresh process would use, unless told otherwise).
+    threads = threads or torch.get_num_threads()
+    torch.set_num_threads(1)
+    from . import child
+
+    child.preload(meta, probes)
+    say = lambda text: os.write(1, f"{text}\n".encode())  # noqa: E731  (unbuffered: nothing for a fork to copy)
+    say("ready")
+    for line in sys.stdin.buffer:
+        request = {**json.loads(line), "server": os.getpid()}
+        pid = os.fork()
+        if pid == 0:
+            torch.set_num_threads(threads)
+            _become_child(request)
+        say(f"started {pid}")
+        _, status = os.waitpid(pid, 0)
+        say(f"ended {os.waitstatus_to_exitcode(status)}")
+
+
+def _become_child(request):
+    """In the forked child: a session of its own, its own stdio and environment, then
+    ``child.main``. Never returns into the server's loop."""
+    code = 1
+    try:
+        die_with_parent(request["server"])  # at once; child.main asks again after dropping root
+        os.setsid()  # its own process group: the grader kills the whole group
+        null = os.open(os.devnull, os.O_RDWR)
+        err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        os.dup2(null, 0)
+        os.dup2(null, 1)  # the server's answers go to fd 1: the child must not be able to forge one
+        os.dup2(err, 2)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        tempfile.tempdir = None  # HOME and TMPDIR are the workspace's now
+        from . import child
+
+        child.main(request["job"])  # ends with os._exit(0)
+        code = 0
+    except SystemExit as exc:  # what `python -c` would do with it
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stderr.flush()
+        os._exit(code)

@@ -1,0 +1,164 @@
+"""Where a submission is graded, and as whom: the grading process's side of the isolation.
+
+Each grading run gets a fresh folder holding a copy of the submission's ``attention_lab/`` and
+nothing else of it (a ``conftest.py``, ``torch.py`` or ``sitecustomize.py`` shipped beside it
+never reaches the child), a home folder, and one folder per child for its results.
+
+Run as root, the child drops to a user id from ``CHILD_UID`` on that owns no files and runs
+nothing else (``forkserver`` hands them out), so the kit's own files can be made unreadable to
+it and every process left with that id after a child ends is a straggler to kill. Run as anyone
+else, the child stays that user, and the stragglers are found by a mark in their environment,
+which every descendant inherits (the child may not exec a program with a fresh one); this
+process becomes the "subreaper" of orphans, so none of them is lost to init before it is killed.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import site
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import SubmissionError
+from ..limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
+from ..paths import KIT_PACKAGE, KIT_ROOT
+
+CHILD_UID = 65500  # no login, no files; 65000-65533 is never handed out to users
+RESULT_MAX_BYTES = 8 * 2**20  # no probe result comes near this
+
+
+def is_root():
+    return os.geteuid() == 0
+
+
+def secrets():
+    """What graded code must not read: the kit's package (checks, golden data) and the reference."""
+    found = [KIT_PACKAGE]
+    if (KIT_ROOT / "solutions").is_dir():
+        found.append(KIT_ROOT / "solutions")
+    return found
+
+
+def lock_secrets():
+    """As root, make the secrets unreadable to ``CHILD_UID`` if they are not already (0700)."""
+    for path in secrets():
+        if _others_can_reach(path):
+            os.chmod(path, 0o700)
+            print(f"attention-lab: made {path} readable by root only, so graded code cannot read it",
+                  file=sys.stderr)
+
+
+def _others_can_reach(path):
+    """Can a user who owns nothing and has no groups list or enter ``path``?"""
+    for parent in reversed(path.parents):
+        if not os.stat(parent).st_mode & stat.S_IXOTH:
+            return False
+    return bool(os.stat(path).st_mode & (stat.S_IROTH | stat.S_IXOTH))
+
+
+class Workspace:
+    def __init__(self, submission, uid=None, gid=None):
+        """``uid``, ``gid``: the unprivileged user the child becomes (None: it stays who we are)."""
+        self.uid, self.gid = uid, gid
+        if self.uid is not None:
+            lock_secrets()
+        self.root = Path(tempfile.mkdtemp(prefix="attention-lab-")).resolve()
+        self.control = self.root / "control"  # job files and stderr: the child cannot touch them
+        self.control.mkdir()
+        self.submission = self.root / "submission"
+        try:
+            package = self.submission / "attention_lab"
+            if submission.package is not None:
+                _copy_package(submission.package, package)
+            _write_modules(submission.replaced, package)
+            _readable_by_all(package)
+        except BaseException:
+            self.remove()
+            raise
+        self.home = self._child_owned(self.root / "home")
+        if self.uid is not None:
+            os.chmod(self.root, 0o711)  # the child may pass through, not list
+            os.chmod(self.control, 0o700)
+        self.children = 0
+
+    def child_dir(self):
+        self.children += 1
+        return self._child_owned(self.root / f"child{self.children}")
+
+    def _child_owned(self, path):
+        path.mkdir(mode=0o700)
+        if self.uid is not None:
+            os.chown(path, self.uid, self.gid)
+        return path
+
+    def env(self, base):
+        """The child's environment: ``base`` (the fork server's) with a home in the workspace."""
+        return {**base, "HOME": str(self.home), "TMPDIR": str(self.home)}
+
+    def remove(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _copy_package(src: Path, dst: Path):
+    """Copy the student's package: regular files and folders only, never following a link
+    (a link to the golden data would otherwise be copied by root into the sandbox)."""
+    total = files = 0
+    for folder, dirs, names in os.walk(src):
+        rel = Path(folder).relative_to(src)
+        dirs[:] = [d for d in dirs if d != "__pycache__" and not (Path(folder) / d).is_symlink()]
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            path = Path(folder) / name
+            info = path.lstat()
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            total, files = total + info.st_size, files + 1
+            if total > MAX_SUBMISSION_BYTES or files > MAX_SUBMISSION_FILES:
+                raise SubmissionError(f"{src} holds more than {MAX_SUBMISSION_FILES} files or "
+                                      f"{MAX_SUBMISSION_BYTES // 2**20} MiB; remove data files that are not code")
+            shutil.copyfile(path, dst / rel / name, follow_symlinks=False)
+
+
+def _write_modules(replaced: dict, package: Path):
+    """Write code taken from notebooks over the copied modules (names are the lab's own)."""
+    package.mkdir(parents=True, exist_ok=True)
+    init = package / "__init__.py"
+    if not init.exists():
+        init.write_text("")
+    for module, code in replaced.items():
+        (package / f"{module}.py").write_text(code, encoding="utf-8")
+
+
+def _readable_by_all(package: Path):
+    """The child, another user as root, reads the package and writes nothing into it."""
+    for folder, _, names in os.walk(package):
+        os.chmod(folder, 0o755)
+        for name in names:
+            os.chmod(Path(folder) / name, 0o644)
+
+
+def read_small(path, limit=RESULT_MAX_BYTES):
+    """Bytes of a file the child wrote, or None: never follows a link, never blocks on a FIFO,
+    never reads more than ``limit``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit + 1)[:limit]
+    finally:
+        os.close(fd)
+
+
+def site_paths():
+    """The interpreter's import path less the kit and the working folder: what the child may use."""
+    roots = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    return [p for p in dict.fromkeys(sys.path)
+            if p and (p.startswith(roots) or p == user) and Path(p).resolve() != KIT_ROOT]

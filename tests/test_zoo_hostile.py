@@ -1,0 +1,125 @@
+"""The hostile zoo: attacks on the grader itself, one per file in ``tests/zoo/hostile/``.
+
+Their constants:
+
+- ``LOSES``: patterns (``fnmatch``) of the checks the attack must lose; every other graded check
+  must pass (the checks it did not attack are graded normally).
+- ``MENTIONS``: text that the feedback of at least one lost check must contain.
+- ``STAGES``: the stages to grade (default: the module's stage and one it does not touch).
+- ``TIMEOUT``: the per-task timeout to grade with (default 3 s); ``BOUND``: the most seconds
+  grading may take (default 60).
+- ``FILES``: extra files shipped in the submission folder, path -> text.
+- ``NEEDS_ROOT``: why the defence needs root; without root the entry is skipped with that reason.
+- ``LIMITS``: runner constants to lower for this entry, e.g. ``{"CPU_PER_WALL": 0.25}``.
+
+Each hostile entry is graded twice: as root, where the child drops to an unprivileged user (skipped
+with a reason when the tests do not run as root), and as an ordinary user would grade. The word
+``LEAKED`` must never appear in feedback: entries raise it when an attack got through. Every
+results.json must be well-formed, and the reference graded right after must get full marks.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import time
+
+import pytest
+
+from autograder.curriculum import STAGE_OF
+from autograder.delivery.report import write_json
+from autograder.grading.grade import grade
+from autograder.grading.registry import all_checks
+from autograder.sandbox import runner, workspace
+from autograder.sandbox.forkserver import ForkServer
+from tools.zoo import HOSTILE, assemble, read_entry, summary
+
+
+def hostile_stages(entry):
+    if entry["STAGES"]:
+        return set(entry["STAGES"])
+    own = STAGE_OF[entry["MODULE"]]
+    return {own, 2 if own == 1 else 1}  # plus a stage it does not touch, which must grade normally
+
+
+@pytest.fixture(scope="class")
+def server(request):
+    """One fork server for every attack graded one way (``AS_ROOT`` of the class): as root, where
+    the child drops to an unprivileged user, or as an ordinary user would grade. Each attack is
+    followed by the reference, graded by the same server: nothing of an attack may linger, in the
+    grading process or in the server, for the reference or for the next attack."""
+    as_root = request.cls.AS_ROOT
+    if as_root and not workspace.is_root():
+        pytest.skip("needs root: the child can drop to another user only when grading runs as root")
+    with pytest.MonkeyPatch.context() as patch:
+        if not as_root:  # as root too, grade the way a non-root grader does: no change of user
+            patch.setattr(workspace, "is_root", lambda: False)
+        with ForkServer(meta=True) as started:
+            yield started
+
+
+# Two classes, not one parametrised test, so that the two ways of grading are two units of work
+# for the parallel test runner (each takes a few minutes).
+class TestAsRoot:
+    AS_ROOT = True
+
+    @pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
+    def test_hostile_entry_is_contained(self, path, tmp_path, monkeypatch, root, server):
+        contained(path, tmp_path, self.AS_ROOT, monkeypatch, root, server)
+
+
+class TestAsUser:
+    AS_ROOT = False
+
+    @pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
+    def test_hostile_entry_is_contained(self, path, tmp_path, monkeypatch, root, server):
+        contained(path, tmp_path, self.AS_ROOT, monkeypatch, root, server)
+
+
+def contained(path, tmp_path, grading_mode, monkeypatch, root, server):
+    entry = read_entry(path)
+    if entry["NEEDS_ROOT"] and not grading_mode:
+        pytest.skip(f"needs root: {entry['NEEDS_ROOT']}")
+    for name, value in entry["LIMITS"].items():
+        monkeypatch.setattr(runner, name, value)
+    monkeypatch.setenv("ATTENTION_LAB_TEST_SECRET", "LEAKED-through-the-environment")
+    stages = hostile_stages(entry)
+    start = time.monotonic()
+    graded = grade(assemble(path, entry, tmp_path / "sub"), stages=stages, timeout_s=entry["TIMEOUT"], server=server)
+    elapsed = time.monotonic() - start
+    results = graded.results
+    assert elapsed < entry["BOUND"], f"{path.stem}: grading took {elapsed:.1f} s, more than {entry['BOUND']} s"
+    assert not [r.id for r in results if "LEAKED" in r.feedback], f"{path.stem} got through:\n{summary(results)}"
+
+    attacked = [r for r in results if any(fnmatch.fnmatch(r.id, pat) for pat in entry["LOSES"])]
+    unmatched = [pat for pat in entry["LOSES"] if not any(fnmatch.fnmatch(r.id, pat) for r in results)]
+    assert not unmatched, f"{path.stem}: LOSES patterns {unmatched} match no graded check"
+    escaped = [r.id for r in attacked if r.passed]
+    assert not escaped, f"{path.stem} passed {escaped}:\n{summary(results)}"
+    collateral = [r.id for r in results if not r.passed and r not in attacked]
+    assert not collateral, f"{path.stem} also cost {collateral}, which it did not attack:\n{summary(results)}"
+    assert any(entry["MENTIONS"] in r.feedback for r in attacked), (
+        f"{path.stem}: no lost check's feedback mentions {entry['MENTIONS']!r}:\n{summary(attacked)}")
+
+    out = tmp_path / "results.json"
+    write_json(graded.gradescope(), out)
+    data = json.loads(out.read_text())
+    assert sorted(t["number"] for t in data["tests"]) == sorted(c.id for c in all_checks(stages))
+    for t in data["tests"]:
+        assert set(t) >= {"name", "score", "max_score", "output", "visibility"}
+        assert isinstance(t["score"], (int, float)) and 0 <= t["score"] <= t["max_score"]
+    assert data["score"] == sum(r.points for r in results)
+
+    after = grade(root / "solutions", stages=stages, server=server).results  # nothing of the attack lingers
+    assert all(r.passed for r in after), f"after {path.stem}, the reference lost:\n{summary(after)}"
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
+def test_hostile_entry_is_well_formed(path):
+    entry = read_entry(path)
+    assert entry["doc"], f"{path.stem} needs a docstring saying what it attacks"
+    assert entry["MODULE"] in STAGE_OF and entry["LOSES"] and entry["MENTIONS"], path.stem
+    assert set(entry["LIMITS"]) <= set(vars(runner)), f"{path.stem}: unknown runner constants"
+
+
+def test_hostile_zoo_is_big_enough():
+    assert len(HOSTILE) >= 20, f"only {len(HOSTILE)} hostile entries"

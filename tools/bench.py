@@ -1,0 +1,91 @@
+"""Time grading on the bundled material: ``python -m tools.bench [--repeat N] [--nbgrader]``.
+
+Without ``--nbgrader``: ``grade`` on the reference and on the stubs, each run in a fresh child
+process exactly as ``attention-lab grade`` does. With ``--nbgrader``: one submission (the
+reference typed into the course's notebooks) graded as an instructor would, as commands:
+``nbgrader autograde`` against ``attention-lab grade`` on the same submitted folder. Figures are
+wall-clock seconds (median and range over the repeats).
+"""
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from autograder.grading.grade import grade
+from autograder.paths import KIT_ROOT
+
+
+def timed(repeat, run):
+    times, outcome = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        outcome = run()
+        times.append(time.perf_counter() - start)
+    return times, outcome
+
+
+def line(name, times, outcome):
+    return (f"{name:<28} {outcome:>8}  median {statistics.median(times):6.2f} s  "
+            f"(min {min(times):.2f}, max {max(times):.2f}, {len(times)} runs)")
+
+
+def bench_grade(repeat):
+    for name in ("solutions", "assignments"):
+        def run(name=name):
+            results = grade(KIT_ROOT / name).results
+            return f"{sum(r.points for r in results)}/{sum(r.max_points for r in results)}"
+        print(line(name, *timed(repeat, run)))
+
+
+def bench_nbgrader(repeat):
+    from autograder.authoring.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
+    from autograder.authoring.course import hand_in, init_course, reference_code
+
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "nbgrader").exists():
+        sys.exit("nbgrader is not installed beside this Python: pip install -e '.[nbgrader]'")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with tempfile.TemporaryDirectory() as tmp:
+        course = init_course(Path(tmp) / "course", log=lambda *_: None)
+
+        def command(*args):
+            proc = subprocess.run(args, cwd=course, env=env, capture_output=True, text=True)
+            if proc.returncode:
+                sys.exit(f"{' '.join(map(str, args))} failed:\n{proc.stderr[-3000:]}")
+            return proc
+
+        command(bin_dir / "nbgrader", "generate_assignment", ASSIGNMENT)
+        folder = hand_in(course / "release" / ASSIGNMENT, course / "submitted" / "alice" / ASSIGNMENT,
+                         reference_code())
+
+        def autograde():
+            command(bin_dir / "nbgrader", "autograde", ASSIGNMENT, "--create", "--force", "--student", "alice")
+            return "graded"
+
+        def attention_lab():
+            out = command(sys.executable, "-m", "autograder.cli", "grade", str(folder)).stdout
+            return out.strip().splitlines()[-1].split()[1]  # "Total 86/86 points, ..."
+
+        print(line("nbgrader autograde", *timed(repeat, autograde)))
+        print(line("attention-lab grade", *timed(repeat, attention_lab)))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--nbgrader", action="store_true", help="nbgrader autograde vs attention-lab grade")
+    args = parser.parse_args(argv)
+    print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs, cuda {'available' if torch.cuda.is_available() else 'not available'}")
+    (bench_nbgrader if args.nbgrader else bench_grade)(args.repeat)
+
+
+if __name__ == "__main__":
+    main()

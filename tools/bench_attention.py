@@ -1,0 +1,112 @@
+"""Time the kit's attention layers: ``python -m tools.bench_attention [--repeat N] [--device D]``.
+
+For stage 4's ``MultiHeadAttention`` (the reference), its ``MultiHeadAttentionWrapper`` (a stack
+of ``CausalAttention`` heads), stage 8's ``FastMultiHeadAttention``, ``nn.MultiheadAttention``
+(through stage 4's ``MultiHeadAttentionPyTorch``) and stage 8's ``GroupedQueryAttention``, all
+from ``solutions/``, it prints a Markdown table of the median time of a forward pass (eval mode,
+no autograd) and of a forward plus backward pass (train mode, dropout 0), on the CPU and on CUDA
+when there is one. The default size is GPT-2's attention on a batch: 8 sequences of 1024 tokens,
+768 wide, 12 heads (GQA: 4 key/value heads). Each layer is warmed up once, then timed ``--repeat``
+times; the figures are wall-clock milliseconds.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+
+from autograder.paths import KIT_ROOT
+
+
+def reference():
+    """The reference package in ``solutions/`` (``attention_lab``), imported from there."""
+    sys.path.insert(0, str(KIT_ROOT / "solutions"))
+    try:
+        return importlib.import_module("attention_lab.multihead"), importlib.import_module("attention_lab.modern")
+    finally:
+        sys.path.pop(0)
+
+
+def layers(args):
+    multihead, modern = reference()
+    d, n, h = args.width, args.tokens, args.heads
+    return {
+        "stage 4 `MultiHeadAttention` (reference)": lambda: multihead.MultiHeadAttention(d, d, n, 0.0, h),
+        "stage 4 `MultiHeadAttentionWrapper`": lambda: multihead.MultiHeadAttentionWrapper(d, d // h, n, 0.0, h),
+        "stage 8 `FastMultiHeadAttention`": lambda: modern.FastMultiHeadAttention(d, d, n, 0.0, h),
+        "`nn.MultiheadAttention` (stage 4's wrapper of it)": (
+            lambda: multihead.MultiHeadAttentionPyTorch(d, d, n, 0.0, h)),
+        f"stage 8 `GroupedQueryAttention`, {args.kv_heads} kv heads": (
+            lambda: modern.GroupedQueryAttention(d, d, n, h, args.kv_heads)),
+    }
+
+
+def median_ms(run, repeat, device):
+    def once():
+        start = time.perf_counter()
+        run()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    once()  # warm-up: allocations, kernel choice
+    return statistics.median(once() for _ in range(repeat)) * 1e3
+
+
+def output(result):
+    return result[0] if isinstance(result, tuple) else result  # GQA returns (out, cache)
+
+
+def measure(make, x, repeat, device):
+    module = make().to(device)
+
+    def forward():
+        with torch.no_grad():
+            output(module.eval()(x))
+
+    def forward_backward():
+        module.train()
+        module.zero_grad(set_to_none=True)
+        output(module(x)).square().mean().backward()
+
+    return median_ms(forward, repeat, device), median_ms(forward_backward, repeat, device)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=1024)
+    parser.add_argument("--width", type=int, default=768)
+    parser.add_argument("--heads", type=int, default=12)
+    parser.add_argument("--kv-heads", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--device", action="append", choices=["cpu", "cuda"],
+                        help="where to time (repeatable; default: cpu, and cuda when present)")
+    args = parser.parse_args(argv)
+    devices = args.device or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    if "cuda" in devices and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device here")
+    print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads"
+          + (f", {torch.cuda.get_device_name()}" if "cuda" in devices else ""))
+    print(f"batch {args.batch}, {args.tokens} tokens, {args.width} wide, {args.heads} heads, float32, "
+          f"median of {args.repeat} after one warm-up, milliseconds\n")
+    print("| layer | device | forward | forward + backward | forward speed-up over stage 4 |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for device in devices:
+        x = torch.randn(args.batch, args.tokens, args.width, generator=torch.Generator().manual_seed(0)).to(device)
+        base = None
+        for name, make in layers(args).items():
+            fwd, both = measure(make, x, args.repeat, device)
+            base = base or fwd
+            print(f"| {name} | {device} | {fwd:.1f} | {both:.1f} | {base / fwd:.2f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

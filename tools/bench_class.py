@@ -1,0 +1,172 @@
+"""Grade a synthetic class: ``python -m tools.bench_class [--students N] [--jobs J] [--nbgrader K]``.
+
+Builds N submissions of stages 1-5 in nbgrader's layout (``submitted/<student>/attention/``: the
+course's notebooks with the student's code typed into their module cells, and ``attention_lab/``
+as running them leaves it). Out of every 20 students: 8 correct (the reference, or a correct but
+different entry of the zoo), 6 wrong (a zoo entry whose bug costs some checks), 3 partly done
+(the first stages solved, the rest left as stubs), 2 untouched stubs and 1 hostile (an attack
+from the hostile zoo: hangs, floods, forks, tampering).
+
+Then it times, as commands and from start to end, ``attention-lab grade-all`` on all of them, and
+(with ``--nbgrader K`` and nbgrader installed) ``nbgrader autograde`` on K of them, chosen
+evenly, hostile ones left out because nbgrader runs student code unconfined on this machine.
+``nbgrader autograde`` grades one student after the other. It prints the time per submission,
+the throughput of each, and their ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from autograder.authoring.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
+from autograder.authoring.course import hand_in, init_course, notebook_name, reference_code
+from autograder.curriculum import STAGES
+from autograder.paths import KIT_ROOT
+from tools.zoo import CORRECT, HOSTILE, WRONG, assemble, read_entry
+
+GRADED = [1, 2, 3, 4, 5]
+MODULES = [STAGES[s].module for s in GRADED]
+PATTERN = ["correct"] * 8 + ["wrong"] * 6 + ["partial"] * 3 + ["stub"] * 2 + ["hostile"]
+
+
+def zoo_entries(paths):
+    return [(p, e) for p in paths if (e := read_entry(p))["MODULE"] in MODULES]
+
+
+def student_code(kind, index, scratch, zoo):
+    """(module -> code of the five modules, extra files, a label) for the ``index``-th student of
+    ``kind``; ``scratch`` is a fresh folder to assemble in."""
+    stubs = {m: (KIT_ROOT / "assignments" / "attention_lab" / f"{m}.py").read_text() for m in MODULES}
+    reference = {m: code for m, code in reference_code().items() if m in MODULES}
+    if kind == "stub":
+        return stubs, {}, "stubs"
+    if kind == "partial":
+        solved = 1 + index % (len(MODULES) - 1)
+        return {m: reference[m] if i < solved else stubs[m] for i, m in enumerate(MODULES)}, {}, f"{solved} stages"
+    entries = zoo[kind]
+    if kind == "correct" and index % 2 == 0:
+        return reference, {}, "reference"
+    path, entry = entries[index % len(entries)]
+    folder = assemble(path, entry, scratch)
+    code = {m: (folder / "attention_lab" / f"{m}.py").read_text() for m in MODULES}
+    return code, entry["FILES"], path.stem
+
+
+def build_class(course, n, template):
+    """Hand in ``n`` submissions to ``course/submitted``; returns [(student, kind, label)]."""
+    zoo = {"correct": zoo_entries(CORRECT), "wrong": zoo_entries(WRONG), "hostile": zoo_entries(HOSTILE)}
+    roster = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for i in range(n):
+            kind = PATTERN[i % len(PATTERN)]
+            code, files, label = student_code(kind, i // len(PATTERN), Path(scratch) / str(i), zoo)
+            student = f"student{i:04d}"
+            folder = hand_in(template, course / "submitted" / student / ASSIGNMENT, code)
+            for name, text in files.items():
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_text(text)
+            roster.append((student, kind, label))
+    return roster
+
+
+def nbgrader_bin():
+    found = Path(sys.executable).parent / "nbgrader"
+    return found if found.exists() else None
+
+
+def command(args, cwd=None, env=None):
+    start = time.perf_counter()
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode not in (0, 1):  # grade-all exits 1 when the grader failed on a submission
+        sys.exit(f"{' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return seconds, proc
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--nbgrader", type=int, default=0, metavar="K", help="also autograde K students with nbgrader")
+    parser.add_argument("--keep", metavar="DIR", help="build the class in DIR and keep it (default: a temp folder)")
+    args = parser.parse_args(argv)
+    print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}", flush=True)
+    nbgrader = nbgrader_bin()
+    if args.nbgrader and nbgrader is None:
+        sys.exit("nbgrader is not installed beside this Python: pip install -e '.[nbgrader]'")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="attention-lab-bench-"))
+    try:
+        course = init_course(work / "course", log=lambda *_: None)
+        for stage in STAGES.values():  # the class works on stages 1-5: the others' notebooks go
+            if stage.number not in GRADED:
+                (course / "source" / ASSIGNMENT / f"{notebook_name(stage)}.ipynb").unlink()
+        template = course / "source" / ASSIGNMENT
+        if args.nbgrader:  # nbgrader grades what its release holds: hand in copies of that
+            command([nbgrader, "generate_assignment", ASSIGNMENT], cwd=course, env=env)
+            template = course / "release" / ASSIGNMENT
+        started = time.perf_counter()
+        roster = build_class(course, args.students, template)
+        kinds = {k: sum(1 for _, kind, _ in roster if kind == k) for k in dict.fromkeys(PATTERN)}
+        print(f"built {len(roster)} submissions in {time.perf_counter() - started:.1f} s: "
+              + ", ".join(f"{v} {k}" for k, v in kinds.items()), flush=True)
+
+        out = work / "grades" / "grades.csv"
+        stage_args = [a for s in GRADED for a in ("--stage", str(s))]
+        seconds, _ = command([sys.executable, "-m", "autograder.cli", "grade-all", course / "submitted",
+                              "--out", out, "--jobs", args.jobs, *stage_args], env=env)
+        report_grade_all(seconds, roster, out, args.jobs)
+        if args.nbgrader:
+            report_nbgrader(course, roster, args.nbgrader, nbgrader, env, seconds / len(roster))
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def report_grade_all(seconds, roster, out, jobs):
+    with open(out, newline="") as f:
+        totals = {row["student"]: row["total"] for row in csv.DictReader(f)}
+    records = out.with_name(out.stem + "-results")
+    inside = {}  # kind -> seconds each grading took inside its worker
+    for student, kind, _ in roster:
+        extra = json.loads((records / f"{student}.json").read_text())["extra_data"]
+        inside.setdefault(kind, []).append(extra["seconds"])
+    n = len(roster)
+    print(f"\nattention-lab grade-all, {jobs} workers: {n} submissions in {seconds:.1f} s: "
+          f"{seconds / n:.3f} s per submission, {60 * n / seconds:.0f} per minute "
+          f"({len(totals)} rows in the CSV)")
+    print("  time one grading took in its worker, by kind (median, max):")
+    for kind, times in inside.items():
+        print(f"    {kind:<8} {len(times):>4}  {statistics.median(times):6.2f} s  {max(times):6.2f} s")
+
+
+def report_nbgrader(course, roster, k, nbgrader, env, ours):
+    honest = [student for student, kind, _ in roster if kind != "hostile"]
+    chosen = set(honest[::max(1, len(honest) // k)][:k])
+    sample = course.with_name("nbgrader-course")
+    shutil.copytree(course, sample, ignore=lambda folder, names: names if Path(folder).name == "submitted" else [])
+    for student in sorted(chosen):
+        shutil.copytree(course / "submitted" / student, sample / "submitted" / student)
+    seconds, _ = command([nbgrader, "autograde", ASSIGNMENT, "--create", "--force"], cwd=sample, env=env)
+    each = seconds / len(chosen)
+    print(f"\nnbgrader autograde: {len(chosen)} of them (hostile ones left out), one after the other, in "
+          f"{seconds:.1f} s: {each:.2f} s per submission, {60 / each:.1f} per minute")
+    print(f"ratio: grade-all grades {each / ours:.0f} times as many submissions per second as nbgrader autograde")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The zoo's entries (``tests/zoo/``, described in ``tests/test_zoo.py``): read without running
+them, and assembled into submissions, for the tests and for the class benchmark; and the
+degenerate zoo, made by code from the contract's callables."""
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+from autograder.curriculum import STAGE_OF
+from autograder.paths import KIT_ROOT
+
+SOLUTIONS = KIT_ROOT / "solutions" / "attention_lab"
+ZOO = KIT_ROOT / "tests" / "zoo"
+
+
+def read_entry(path: Path) -> dict:
+    """The fragment's docstring and constants, read without running it (it needs its module)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    entry = dict(ENTRY_DEFAULTS, doc=ast.get_docstring(tree))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in ENTRY_DEFAULTS:
+                entry[name] = ast.literal_eval(node.value)
+    return entry
+
+
+ENTRY_DEFAULTS = {"MODULE": None, "LOSES": [], "MENTIONS": None, "ONLY": False, "STAGES": None, "TIMEOUT": 3,
+                  "BOUND": 60, "FILES": {}, "NEEDS_ROOT": None, "LIMITS": {}, "DIFFERS": {}}
+
+
+WRONG = sorted((ZOO / "wrong").glob("*.py"))
+CORRECT = sorted((ZOO / "correct").glob("*.py"))
+HOSTILE = sorted((ZOO / "hostile").glob("*.py"))
+SEEDS = sorted((ZOO / "seeds").glob("*.py"))
+
+
+def summary(results) -> str:
+    """Each check's verdict and the first line of its feedback: what a failing zoo test shows."""
+    return "\n".join(f"  {'PASS' if r.passed else 'FAIL'} {r.id}: {r.feedback.splitlines()[0]}" for r in results)
+
+
+def assemble(path: Path, entry: dict, folder: Path) -> Path:
+    """A submission: the reference, with the entry appended to its module, plus its extra files."""
+    package = folder / "attention_lab"
+    shutil.copytree(SOLUTIONS, package, ignore=shutil.ignore_patterns("__pycache__"))
+    target = package / f"{entry['MODULE']}.py"
+    target.write_text(target.read_text() + f"\n\n# ---- zoo entry {path.stem} ----\n" + path.read_text())
+    for name, text in entry["FILES"].items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+# ---------------------------------------------------------------- the degenerate zoo, made by code
+
+DEGENERATIONS = ("zeros", "nan", "none", "list", "float64", "half")
+
+# Appended once to a module of the reference: ``_degenerate(value, kind)`` turns what a callable
+# returned into what a half-finished or confused submission returns instead.
+DEGENERATE = '''
+import torch as _dz_torch
+
+
+def _degenerate(value, kind):
+    if kind == "none":
+        return None
+    if kind == "list":
+        return _dz_listed(value)
+    if isinstance(value, _dz_torch.Tensor):
+        if kind == "zeros":
+            return _dz_torch.zeros_like(value)
+        if kind == "nan":
+            dtype = value.dtype if value.is_floating_point() else _dz_torch.float32
+            return _dz_torch.full(value.shape, float("nan"), dtype=dtype, device=value.device)
+        if kind == "float64":
+            return value.double()
+        return value.reshape(-1)[: value.numel() // 2]  # half of its elements: the wrong shape
+    if isinstance(value, (tuple, list)):
+        return type(value)(_degenerate(v, kind) for v in value)
+    if isinstance(value, _dz_torch.nn.Module):
+        with _dz_torch.no_grad():
+            for p in value.parameters():
+                if kind == "zeros":
+                    p.zero_()
+                elif kind == "nan":
+                    p.fill_(float("nan"))
+                elif kind == "half":
+                    p.data = p.data.reshape(-1)[: p.numel() // 2]
+        return value.double() if kind == "float64" else value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {"zeros": 0, "nan": float("nan"), "float64": float(value), "half": value // 2}[kind]
+    return value
+
+
+def _dz_listed(value):
+    if isinstance(value, _dz_torch.Tensor):
+        return value.tolist()
+    if isinstance(value, (tuple, list)):
+        return [_dz_listed(v) for v in value]
+    return [value]
+'''
+
+
+def graded_callables(solutions: Path = SOLUTIONS) -> list[tuple[str, str, str]]:
+    """(module, name, "function" or "class") of every public function and class of the contract, in
+    the reference's order: what a student writes, so what can come back wrong."""
+    found = []
+    for module in STAGE_OF:
+        tree = ast.parse((solutions / f"{module}.py").read_text())
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                found.append((module, node.name, "class" if isinstance(node, ast.ClassDef) else "function"))
+    return found
+
+
+def degenerate_fragment(name: str, kind: str, how: str) -> str:
+    """Code that makes ``name`` (a function, or a class's forward) return ``how`` instead."""
+    if kind == "function":
+        wrap = (f"_dz_original = {name}\n\n\ndef {name}(*args, **kwargs):\n"
+                f"    return _degenerate(_dz_original(*args, **kwargs), {how!r})\n")
+    else:
+        wrap = (f"_dz_forward = {name}.forward\n\n\ndef _dz_wrapped(self, *args, **kwargs):\n"
+                f"    return _degenerate(_dz_forward(self, *args, **kwargs), {how!r})\n\n\n"
+                f"{name}.forward = _dz_wrapped\n")
+    return f"{DEGENERATE}\n\n{wrap}"
+
+
+def assemble_degenerate(module: str, name: str, kind: str, how: str, folder: Path) -> Path:
+    """A submission: the reference, with ``name`` of ``module`` returning ``how`` (see DEGENERATIONS)."""
+    package = folder / "attention_lab"
+    shutil.copytree(SOLUTIONS, package, ignore=shutil.ignore_patterns("__pycache__"))
+    target = package / f"{module}.py"
+    target.write_text(target.read_text() + f"\n\n# ---- degenerate: {name} returns {how} ----\n"
+                      + degenerate_fragment(name, kind, how))
+    return folder
