@@ -1,4 +1,5 @@
-"""``attention-lab``: grade a submission or a class, or rebuild what is generated from solutions/."""
+"""``attention-lab``: grade a submission or a class, run a course on a platform, or rebuild what is
+generated from solutions/."""
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,9 @@ def main(argv=None):
     g.add_argument("--json", metavar="FILE", help="also write Gradescope's results.json schema to FILE")
     g.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
                    help="grade only stage N (repeatable)")
-    g.add_argument("--verbose", "-v", action="store_true", help="list passed checks too")
+    g.add_argument("--verbose", "-v", action="store_true",
+                   help="list every check (by default: failed checks of the stages worked on)")
+    _config_option(g)
 
     a = sub.add_parser("grade-all", help="grade a folder with one submission per student, resumably")
     a.add_argument("submissions", metavar="SUBMISSIONS_DIR",
@@ -33,6 +36,7 @@ def main(argv=None):
     a.add_argument("--keep-records", action="store_true",
                    help="keep the records of an earlier version of the kit: grade only new and changed submissions "
                         "and the rows marked for a regrade (after a fix of the kit)")
+    _config_option(a)
 
     b = sub.add_parser("build", help="regenerate stubs, the public checks' helper and golden data")
     b.add_argument("--check", action="store_true", help="only report drift; exit 1 if anything differs")
@@ -43,18 +47,71 @@ def main(argv=None):
     i = n_sub.add_parser("init", help="write nbgrader_config.py and source/ASSIGNMENT/ into COURSE_DIR")
     i.add_argument("course_dir", metavar="COURSE_DIR")
     i.add_argument("--assignment", help="nbgrader's name for the assignment (default: attention)")
-    i.add_argument("--force", action="store_true", help="overwrite files that differ from what init writes")
+    i.add_argument("--force", action="store_true",
+                   help="also replace the assignment's files you edited since init wrote them (nbgrader_config.py "
+                        "is always merged: only attention-lab's block is rewritten)")
+    _config_option(i)
+    m = n_sub.add_parser("import", help="grade submitted/ in the isolated runner and put the grades in nbgrader's "
+                         "gradebook (instead of `nbgrader autograde`)")
+    m.add_argument("course_dir", metavar="COURSE_DIR")
+    m.add_argument("--assignment", help="nbgrader's name for the assignment (default: attention)")
+    m.add_argument("--jobs", "-j", type=int, metavar="N", help="students graded at once (default: CPUs, at most 8)")
+    m.add_argument("--timeout", type=float, metavar="S", help="seconds one check may run (default: 10)")
+    _config_option(m)
 
-    e = sub.add_parser("export", help="write an autograder for a grading platform")
+    e = sub.add_parser("export", help="write what a platform or a plagiarism checker takes")
     e_sub = e.add_subparsers(dest="target", required=True)
     gs = e_sub.add_parser("gradescope", help="a Gradescope autograder zip: setup.sh, run_autograder and the kit")
     gs.add_argument("--out", required=True, metavar="FILE", help="the zip to write, such as autograder.zip")
     gs.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
-                    help="grade only stage N (repeatable; default: every stage)")
+                    help="grade only stage N (repeatable; default: the stages the course configuration names)")
+    _config_option(gs)
+    cr = e_sub.add_parser("classroom", help="a GitHub Classroom template repository: the handout, its README, "
+                          "requirements and .gitignore, and the autograding workflow")
+    cr.add_argument("--out", required=True, metavar="DIR", help="a new folder for the template")
+    _config_option(cr)
+    ms = e_sub.add_parser("moss", help="a class's graded code for a plagiarism checker (MOSS, JPlag): a folder "
+                          "per student, the stubs as base code")
+    ms.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="one folder, .zip or .ipynb per student")
+    ms.add_argument("--out", required=True, metavar="DIR", help="a new folder")
+    _config_option(ms)
 
     args = parser.parse_args(argv)
+    if _grades(args) and not sys.platform.startswith("linux"):  # before anything imports the sandbox
+        print(f"attention-lab: grading needs Linux, and this is {sys.platform}: the graded code runs in a process "
+              "confined with Linux's prctl, namespaces and /proc. Grade in a Linux container or WSL 2; the "
+              "students' self-checks (pytest) run anywhere.", file=sys.stderr)
+        return 1
+    if getattr(args, "config", None) is not None or args.command in CONFIGURED:
+        from .errors import UsageError
+        from .grading.config import load_config
+
+        try:
+            args.course = load_config(args.config, folder=getattr(args, "course_dir", None))
+        except UsageError as exc:
+            print(f"attention-lab: {exc}", file=sys.stderr)
+            return 2
+        print(args.course.describe(), file=sys.stderr)
     return {"grade": _grade, "grade-all": _grade_all, "build": _build, "nbgrader": _nbgrader,
             "export": _export}[args.command](args)
+
+
+CONFIGURED = {"grade", "grade-all", "nbgrader", "export"}  # the commands that read the course configuration
+
+
+def _grades(args) -> bool:
+    """Does the command run submitted code (in the sandbox, which needs Linux)?"""
+    return args.command in ("grade", "grade-all") or getattr(args, "action", None) == "import"
+
+
+def _config_option(parser):
+    parser.add_argument("--config", metavar="FILE", help="the course configuration (default: $ATTENTION_LAB_CONFIG, "
+                        "else attention-lab.toml in the course folder or the working folder; see docs/instructors)")
+
+
+def _stages(args):
+    """The stages to grade: --stage if given, else those the course configuration names."""
+    return sorted(set(args.stage)) if args.stage else list(args.course.stages)
 
 
 def _grade(args):
@@ -64,7 +121,7 @@ def _grade(args):
 
     print(f"grading {args.submission} ...", file=sys.stderr, flush=True)
     try:
-        graded = grade(args.submission, stages=set(args.stage) if args.stage else None)
+        graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course)
     except SubmissionError as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
         return 2
@@ -75,9 +132,11 @@ def _grade(args):
     if any(o.endswith(".ipynb") for o in graded.origins.values()):
         print("code: " + "; ".join(f"{m}.py from {o}" for m, o in graded.origins.items()), file=sys.stderr)
     print(render_table(results, seconds, verbose=args.verbose, color=sys.stdout.isatty()))
+    for note in graded.notes:
+        print(f"note: {note}")
     print("isolation: " + "; ".join(f"{k}: {v}" for k, v in graded.isolation.items()), file=sys.stderr)
     if args.json:
-        write_json(graded.gradescope(), args.json)
+        write_json(graded.gradescope(leaderboard=args.course.leaderboard), args.json)
         print(f"wrote {args.json}", file=sys.stderr)
     return report_grader_errors(graded.grader_errors)
 
@@ -106,7 +165,7 @@ def _grade_all(args):
         return 2
     try:
         failed = grade_all(args.submissions, args.out, json_dir=args.json_dir, jobs=args.jobs, stages=args.stage,
-                           timeout_s=args.timeout, keep_records=args.keep_records)
+                           timeout_s=args.timeout, keep_records=args.keep_records, config=args.course)
     except UsageError as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
         return 2
@@ -143,37 +202,86 @@ def _build(args):
 
 def _nbgrader(args):
     from .authoring.course import DEFAULT_ASSIGNMENT, init_course
-    from .errors import BuildError
+    from .errors import BuildError, GradingError, UsageError
 
     assignment = args.assignment or DEFAULT_ASSIGNMENT
+
+    def say(text):
+        print(text, file=sys.stderr)
+
     try:
-        course = init_course(args.course_dir, assignment, force=args.force)
-    except BuildError as exc:
-        print(f"attention-lab: {exc}", file=sys.stderr)
+        if args.action == "init":
+            course, changes = init_course(args.course_dir, assignment, force=args.force, log=say, config=args.course)
+            say(f"course ready in {course}" + (" (nothing changed)" if not any(
+                files for change, files in changes.items() if change != "unchanged") else "")
+                + f"; next: cd {course} && nbgrader generate_assignment {assignment}")
+            return 0
+        from .delivery.nbgrader.importer import import_grades
+
+        failed, out = import_grades(args.course_dir, assignment, args.course, jobs=args.jobs, timeout_s=args.timeout)
+    except (BuildError, UsageError) as exc:
+        say(f"attention-lab: {exc}")
         return 2
-    print(f"course ready in {course}; next: cd {course} && nbgrader generate_assignment {assignment}",
-          file=sys.stderr)
+    except GradingError as exc:
+        say(f"attention-lab: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        say("\nattention-lab: interrupted; what was graded is saved: run the same command again to finish")
+        return 130
+    say(f"imported: formgrader, `nbgrader generate_feedback {assignment}` and `nbgrader export` now show the "
+        f"isolated grader's grades; points per stage: {out}")
+    if failed:
+        say(f"attention-lab: the grader failed on {failed} submission(s), in whole or in some checks; run the same "
+            "command again to grade them again")
+        return 1
     return 0
 
 
 def _export(args):
-    from .delivery.gradescope import CONFIG, export
-    from .delivery.pins import torch_pin
-    from .errors import BuildError
-    from .grading.registry import max_points
+    from .errors import BuildError, UsageError
 
-    stages = sorted(set(args.stage)) if args.stage else sorted(STAGES)
     try:
-        names = export(args.out, stages)
-    except (OSError, ValueError, BuildError) as exc:
+        return {"gradescope": _export_gradescope, "classroom": _export_classroom,
+                "moss": _export_moss}[args.target](args)
+    except (OSError, ValueError, BuildError, UsageError) as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
         return 2
+
+
+def _export_gradescope(args):
+    import dataclasses
+
+    from .delivery.gradescope import CONFIG, export
+    from .delivery.pins import torch_pin
+
+    config = dataclasses.replace(args.course, stages=tuple(_stages(args)))
+    names = export(args.out, config)
     package = [n for n in names if n.startswith("kit/autograder/")]
     print(f"wrote {args.out}: setup.sh (CPU {torch_pin()} in /autograder/venv), run_autograder, and "
           f"kit/ with autograder/ ({len(package)} files, golden data included), constraints.txt and {CONFIG}",
           file=sys.stderr)
-    print(f"it grades stage(s) {', '.join(map(str, stages))}: {sum(max_points(s) for s in stages)} points; upload "
-          "it as the autograder of a Gradescope programming assignment", file=sys.stderr)
+    print(f"it grades stage(s) {', '.join(map(str, config.stages))}: {config.max_points()} points, hidden checks "
+          f"shown {config.hidden}, leaderboard {'on' if config.leaderboard else 'off'}; upload it as the autograder "
+          "of a Gradescope programming assignment (base image: Ubuntu 22.04 or later)", file=sys.stderr)
+    return 0
+
+
+def _export_classroom(args):
+    from .delivery.classroom import export, test_points
+
+    files = export(args.out, args.course)
+    steps = test_points(args.course)
+    print(f"wrote a GitHub Classroom template in {args.out} ({len(files)} files): stage(s) "
+          f"{', '.join(map(str, args.course.stages))}, {len(steps)} graded self-checks worth "
+          f"{sum(p for _, p in steps.values())} points; push it to a repository, mark it a template, and "
+          "create the assignment from it", file=sys.stderr)
+    return 0
+
+
+def _export_moss(args):
+    from .delivery.plagiarism import export
+
+    export(args.submissions, args.out, args.course.stages, log=lambda text: print(text, file=sys.stderr))
     return 0
 
 

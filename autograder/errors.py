@@ -11,7 +11,13 @@
 
 
 class SubmissionError(Exception):
-    """The submission cannot be graded at all (missing or malformed): a message for the user."""
+    """The submission cannot be graded at all (missing or malformed). ``str()`` is the message for
+    the one who grades (it may name their folders); ``student`` is what the student may read: no
+    path of the grading machine, no advice meant for the instructor."""
+
+    def __init__(self, message, student=None):
+        super().__init__(message)
+        self.student = student or message
 
 
 class GradingError(Exception):

@@ -6,10 +6,13 @@ import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.authoring.build import planned_files
-from autograder.authoring.course import DEFAULT_ASSIGNMENT, init_course, notebook_name, planned_course
+from autograder.authoring.course import (BEGIN_BLOCK, DEFAULT_ASSIGNMENT, init_course, notebook_name,
+                                         planned_course)
 from autograder.cli import main
 from autograder.curriculum import STAGES
+from autograder.delivery.nbgrader.release_guard import refuse_solutions
 from autograder.errors import BuildError
+from autograder.grading.config import from_data
 from autograder.grading.grade import plan
 from autograder.grading.registry import all_checks
 from autograder.intake.notebooks import module_of, source_text
@@ -62,26 +65,56 @@ def test_config_loads_and_gives_grade_cells_the_runners_bound(files, tmp_path):
     assert config.Execute.timeout >= bound > 30  # 30 s: nbgrader's default, which would cut a stage short
     kept = set(config.Autograde.exclude_overwriting[DEFAULT_ASSIGNMENT])
     assert kept == {rel.removeprefix(f"{SOURCE}/") for rel in files if rel.startswith(f"{SOURCE}/attention_lab/")}
-    assert config.GenerateAssignment.preprocessors[0] == "autograder.release_guard.ReleaseGuard"
+    assert config.GenerateAssignment.pre_convert_hook is refuse_solutions
+    assert "autograder.delivery.nbgrader.preprocessors.OverwriteCellsQuietly" in \
+        config.Autograde.sanitize_preprocessors
 
 
-def test_init_never_overwrites_an_edited_file_without_force(tmp_path, capsys):
+def test_init_merges_keeps_the_instructors_settings_and_edits_and_says_what_changed(tmp_path, capsys):
     course = tmp_path / "course"
     assert main(["nbgrader", "init", str(course)]) == 0
+    assert "created: nbgrader_config.py" in capsys.readouterr().err
     config = course / "nbgrader_config.py"
-    config.write_text(config.read_text() + "c.Exchange.root = '/srv/exchange'\n")
-    edited = config.read_text()
+    config.write_text("c = get_config()\nc.Exchange.root = '/srv/exchange'\n" + config.read_text()
+                      + "c.Exchange.path_includes_course = True\n")
+    edited = course / SOURCE / "stage2_self_attention.ipynb"
+    edited.write_text(edited.read_text().replace("# Stage 2", "# Stage 2 (week 3)"))
     (course / SOURCE / "stage1_simple.ipynb").unlink()
-    assert main(["nbgrader", "init", str(course)]) == 2
-    assert "nothing was written" in capsys.readouterr().err
-    assert config.read_text() == edited and not (course / SOURCE / "stage1_simple.ipynb").exists()
-    assert main(["nbgrader", "init", str(course), "--force"]) == 0
-    assert config.read_bytes() == planned_course()["nbgrader_config.py"]
-    assert (course / SOURCE / "stage1_simple.ipynb").exists()
-    assert main(["nbgrader", "init", str(course)]) == 0, "init on an up-to-date course is a no-op"
+    for force in (False, True):
+        assert main(["nbgrader", "init", str(course), *(["--force"] if force else [])]) == 0
+        said = capsys.readouterr().err
+        text = config.read_text()
+        assert "c.Exchange.root = '/srv/exchange'" in text and "c.Exchange.path_includes_course = True" in text
+        assert text.count(BEGIN_BLOCK) == 1 and planned_course()["nbgrader_config.py"].decode().strip() in text
+        assert (course / SOURCE / "stage1_simple.ipynb").exists()
+        assert ("(week 3)" in edited.read_text()) != force
+        assert ("kept (edited since init wrote it" in said) != force and ("stage2_self_attention.ipynb" in said)
+    assert main(["nbgrader", "init", str(course)]) == 0
+    assert "(nothing changed)" in capsys.readouterr().err, "init on an up-to-date course is a no-op"
+
+
+def test_a_course_configuration_picks_the_notebooks_and_their_points(tmp_path):
+    config = from_data({"stages": [1, 3], "points": {"stage3": 30}})
+    files = planned_course(config=config)
+    notebooks = sorted(rel for rel in files if rel.endswith(".ipynb"))
+    assert notebooks == [f"{SOURCE}/stage1_simple.ipynb", f"{SOURCE}/stage3_causal.ipynb"]
+    cells = json.loads(files[f"{SOURCE}/stage3_causal.ipynb"])["cells"]
+    assert sum(nbgrader_meta(c).get("points", 0) for c in cells if nbgrader_meta(c)["grade"]) == 30
+    assert "30 points" in source_text(cells[0])
 
 
 def test_assignment_names_nbgrader_cannot_use_are_refused(tmp_path):
     with pytest.raises(BuildError, match="letters, digits"):
         init_course(tmp_path, assignment="../escape")
     assert not any(tmp_path.iterdir())
+
+
+def test_import_without_nbgrader_is_refused_before_anyone_is_graded(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nbgrader" else real(name, *a))
+    (tmp_path / "submitted" / "ann" / DEFAULT_ASSIGNMENT).mkdir(parents=True)
+    assert main(["nbgrader", "import", str(tmp_path)]) == 2
+    said = capsys.readouterr().err
+    assert "nbgrader is not installed" in said and "grading" not in said.split("nbgrader is not installed")[0]

@@ -14,7 +14,7 @@ import pytest
 from autograder.delivery.classrun import grade_all as grade_all_module
 from autograder.delivery.classrun.grade_all import csv_text, discover, grade_all
 from autograder.delivery.classrun.progress import Progress
-from autograder.delivery.classrun.summary import bins, text_summary
+from autograder.delivery.classrun.summary import bins, item_analysis, text_summary
 from autograder.errors import GradingError, UsageError
 from autograder.grading.registry import max_points
 from autograder.sandbox.linux import proc_stat
@@ -114,6 +114,10 @@ def test_a_class_killed_twice_and_resumed_gives_the_csv_of_one_uninterrupted_run
     assert "9 students graded" in stdout
     assert (straight.parent / "grades.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (straight.parent / "grades.txt").read_text() == stdout
+    assert (straight.parent / "grades-checks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # gus's hang is the one failure among the six who wrote stage 3; bob and cy never wrote it
+    hung = [line for line in stdout.splitlines() if line.startswith("s3.causal.no_leak ")]
+    assert hung and "1/6" in hung[0] and "timed out after 3 s" in hung[0] and "[2 not tried]" in hung[0], stdout
 
     resumed = tmp_path / "resumed" / "grades.csv"
     for n_records in (2, 5):
@@ -210,6 +214,32 @@ def test_the_summary_counts_every_score_once():
     text = text_summary([("a", 86, {1: 11}), ("b", 0, {1: 0})], 86, {1: 11})
     assert "2 students graded, out of 86 points" in text and "full marks: 1   zero: 1" in text
     assert "1 attention without trainable weights" in text
+
+
+def test_item_analysis_counts_failures_among_those_who_tried_and_names_the_commonest_feedback():
+    from autograder.grading.registry import all_checks
+    from autograder.grading.results import Record
+
+    first, second = all_checks({1})[:2]
+
+    def record(*tests):
+        return Record({"tests": [{"number": c.id, "status": s, "output": o} for c, s, o in tests]})
+
+    wrong = "row 3 of your weights sums to 0.71\nmore detail"
+    records = [record((first, "failed", wrong), (second, "passed", "")),
+               record((first, "failed", wrong), (second, "failed", "off by 2")),
+               record((first, "failed", "a shape"), (second, "passed", "")),
+               record((first, "failed", "not implemented yet: x (attention_lab/simple.py line 3)"),
+                      (second, "failed", "stage 1 (simple.py) was not handed in"))]
+    items = item_analysis(records, [second, first])
+    assert [i.check for i in items] == [first, second]  # the most failed first
+    top = items[0]
+    assert (top.tried, top.failed, top.untried, top.said, top.said_count) == (3, 3, 1, wrong.splitlines()[0], 2)
+    assert (items[1].tried, items[1].failed, items[1].untried) == (3, 1, 1)
+    lines = text_summary([("a", 0, {1: 0})], 11, {1: 11}, items=items).splitlines()
+    row = next(line for line in lines if line.startswith(first.id))
+    assert "3/3" in row and "100%" in row and "row 3 of your weights sums to 0.71  (x2)" in row and "[1 not tried]" in row
+    assert not [line for line in lines if "more detail" in line]
 
 
 def test_progress_shows_count_rate_and_time_left():

@@ -139,6 +139,7 @@ def test_empty_submission_tells_the_student_what_to_upload(exported, tmp_path):
     assert "could not be graded" in results["output"] and "attention_lab/" in results["output"]
     assert "notebooks" in results["output"]
     assert str(tmp_path) not in results["output"]  # the student's terms, not the machine's paths
+    assert "pass the folder" not in results["output"] and "a copy of assignments/" not in results["output"]
     assert [(t["score"], t["max_score"], t["visibility"]) for t in results["tests"]] == [
         (0, max_points(n), "visible") for n in STAGES]
 
@@ -165,13 +166,34 @@ def test_zip_holds_the_scripts_and_the_kit_and_no_solutions(exported, tmp_path, 
     assert {p.relative_to(root).parts[0] for p in runtime_files()} == {"autograder"}
     assert not [n for n in names if "bench" in n or "zoo" in n or n.startswith(("kit/tests/", "kit/tools/"))]
     assert golden == {name: (root / "autograder" / "grading" / "golden" / name).read_bytes() for name in golden}
-    assert config == {"stages": STAGES}
+    assert config == {"stages": STAGES, "points": {}, "gradescope": {"hidden": "after_published", "leaderboard": True}}
     pin = next(line.split("#")[0].strip() for line in (root / "constraints.txt").read_text().splitlines()
                if line.startswith("torch=="))
     assert f'"{pin}"' in setup and "--index-url https://download.pytorch.org/whl/cpu" in setup
+    assert "sys.version_info < (3, 10)" in setup and "Ubuntu 22.04" in setup
     unzip(exported, tmp_path)
     for script in ("setup.sh", "run_autograder"):
         assert modes[script] & 0o777 == 0o755
         assert os.access(tmp_path / script, os.X_OK)
         proc = subprocess.run(["bash", "-n", str(tmp_path / script)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
+
+
+def test_tags_leaderboard_and_the_courses_visibility(root):
+    """Each test carries its stage and kind as tags; stage 8's measured speed ratio goes on the
+    leaderboard; hidden checks show when the course configuration says."""
+    from autograder.grading.config import from_data
+    from autograder.grading.grade import grade
+    from autograder.grading.results import PASSED, CheckResult, Graded
+
+    config = from_data({"gradescope": {"hidden": "after_due_date"}})
+    data = grade(root / "solutions", stages={1}, config=config).gradescope()
+    jsonschema.validate(data, RESULTS_SCHEMA)
+    assert {t["visibility"] for t in data["tests"]} == {"after_due_date"}  # stage 1 has no visible check
+    assert all(t["tags"] == ["stage 1", t["number"].rsplit(".", 1)[1]] for t in data["tests"])
+    assert "leaderboard" not in data
+    speed = CheckResult("s8.speed", 8, "fast", 2, PASSED, "passed\nratio 1.4", "visible", {"speed ratio": 1.4})
+    data = Graded([speed], 1.0).gradescope()
+    jsonschema.validate(data, RESULTS_SCHEMA)
+    assert data["leaderboard"] == [{"name": "speed ratio", "value": 1.4, "order": "asc"}]
+    assert "leaderboard" not in Graded([speed], 1.0).gradescope(leaderboard=False)

@@ -78,12 +78,36 @@ def test_cli_reference_full_marks_and_gradescope_json(root, tmp_path):
         assert t["score"] == t["max_score"]
 
 
-def test_cli_stubs_zero_exit_zero(root):
+def test_cli_stubs_zero_exit_zero_one_line_per_stage_not_started(root):
     proc = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(root / "assignments")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0
     assert f"Total 0/{max_points()} points" in proc.stdout
-    assert "not implemented yet" in proc.stdout
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == len(STAGES) + 2 and all(line.endswith("not started") for line in lines[:len(STAGES)])
+    verbose = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--verbose", "--stage", "1",
+                              str(root / "assignments")], capture_output=True, text=True, timeout=300)
+    assert verbose.stdout.count("not implemented yet") == len(all_checks({1})), verbose.stdout
+
+
+def test_the_short_table_lists_the_failed_checks_of_stages_worked_on():
+    from autograder.delivery.report import render_table
+    from autograder.grading.results import FAILED, PASSED, CheckResult
+
+    def check(stage, n, status, feedback="ok"):
+        return CheckResult(f"s{stage}.c{n}", stage, f"check {n}", 2, status, feedback, "hidden")
+
+    results = [check(1, 1, PASSED), check(1, 2, PASSED),  # done
+               check(2, 1, PASSED), check(2, 2, FAILED, "row 3 of your weights sums to 0.71\nmore"),  # worked on
+               check(3, 1, FAILED, "not implemented yet: causal_weights"),  # not started
+               check(3, 2, FAILED, "stage 3 (causal.py) was not handed in")]
+    short = render_table(results, 1.0).splitlines()
+    assert [line.split()[:2] for line in short[:1]] == [["Stage", "1"]] and not short[1].startswith("    ")
+    assert "FAIL s2.c2" in short[2] and short[3].strip() == "row 3 of your weights sums to 0.71"
+    assert short[4].startswith("Stage 3") and short[4].endswith("not started")
+    assert not [line for line in short if "s2.c1" in line or "s3.c" in line]
+    verbose = render_table(results, 1.0, verbose=True)
+    assert all(r.id in verbose for r in results) and "not started" not in verbose
 
 
 @pytest.mark.parametrize("args", [["grade", "no/such/folder"], ["grade", "README.md"]])
@@ -93,6 +117,17 @@ def test_cli_bad_submission_exits_nonzero_with_message(root, args):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("attention-lab: ")
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["grade", "solutions"], ["grade-all", "submitted", "--out", "g.csv"],
+                                  ["nbgrader", "import", "course"]])
+def test_grading_elsewhere_than_linux_stops_with_a_sentence(monkeypatch, capsys, args):
+    from autograder import cli
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert cli.main(args) == 1
+    said = capsys.readouterr().err
+    assert "grading needs Linux, and this is darwin" in said and "WSL 2" in said and "Traceback" not in said
 
 
 def test_every_check_is_accounted_for_even_without_a_result(monkeypatch, root):

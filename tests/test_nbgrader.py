@@ -11,14 +11,21 @@ each test compares one part of that with ``attention-lab grade`` on the same sub
   the 1/sqrt(d_k) scaling and noisy (warnings on, a warning per call, a line on stderr at import),
   stages 4 and 5 untouched;
 - mallory: untouched code plus one cell that makes every later cell that calls the grader do
-  nothing, the kind of attack a kernel-side grader cannot stop (see README, "nbgrader").
+  nothing, the kind of attack a kernel-side grader cannot stop (see docs/instructors/nbgrader.md).
+
+A copy of the course, made before autograde, is graded by ``attention-lab nbgrader import``
+instead, with one more student:
+
+- dave: the reference in ``attention_lab/simple.py``, and the notebooks untouched.
 """
 from __future__ import annotations
 
+import csv
 import html
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -107,17 +114,35 @@ def course(tmp_path_factory):
         "causal": ref["causal"] + "\n\n" + zoo("causal_no_scaling") + NOISY,
     }, extra_cells={"stage3_causal": [WARNINGS_ON]})
     submit(course, "mallory", {}, extra_cells={"stage1_simple": [BLANK_GRADER_CELLS]})
+    shutil.copytree(course, course.with_name("imported"))
     autograde = run(course, BIN / "nbgrader", "autograde", ASSIGNMENT, "--create")
     run(course, BIN / "nbgrader", "generate_feedback", ASSIGNMENT)
     return course, autograde
 
 
-def gradebook(course):
+@pytest.fixture(scope="session")
+def imported(course):
+    """The same class graded by ``attention-lab nbgrader import``, dave added; then nbgrader's own
+    feedback and export, which run no kernel."""
+    course = course[0].with_name("imported")
+    dave = hand_in(course / "release" / ASSIGNMENT, course / "submitted" / "dave" / ASSIGNMENT, {})
+    (dave / "attention_lab" / "simple.py").write_text(reference_code()["simple"])
+    done = run(course, sys.executable, "-m", "autograder.cli", "nbgrader", "import", ".", "--jobs", "2")
+    run(course, BIN / "nbgrader", "generate_feedback", ASSIGNMENT)
+    run(course, BIN / "nbgrader", "export")
+    return course, done
+
+
+def gradebook(course, students=STUDENTS):
     """{student: {stage: points}} as nbgrader's gradebook has it."""
     stage_of = {notebook_name(s): s.number for s in STAGES.values()}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention-lab") as gb:
         return {student: {stage_of[nb.name]: nb.score for nb in gb.find_submission(ASSIGNMENT, student).notebooks}
-                for student in STUDENTS}
+                for student in students}
+
+
+def page_text(path):
+    return html.unescape(re.sub(r"<[^>]+>", "", path.read_text()))
 
 
 def kit_points(folder):
@@ -254,6 +279,62 @@ def test_a_kernel_side_grader_can_be_gamed_and_the_isolated_one_cannot(course):
     assert gradebook(course)["mallory"][1] == max_points(1), "the attack on nbgrader's kernel no longer works"
 
 
+def test_autograde_no_longer_warns_of_a_changed_checksum_for_every_hidden_cell(course):
+    course, autograde = course
+    said = autograde.stdout + autograde.stderr
+    assert "autograding" in said.lower() and "has changed" not in said, said[-3000:]
+
+
+def test_import_puts_the_grades_of_autograde_in_the_gradebook_for_honest_students(course, imported):
+    imported_course, done = imported
+    book, ours = gradebook(course[0]), gradebook(imported_course, STUDENTS + ("dave",))
+    for student in ("alice", "bob", "carol"):
+        assert ours[student] == book[student], f"{student}: import and autograde disagree"
+    assert "has changed" not in done.stdout + done.stderr
+
+
+def test_import_gives_the_kernel_cheat_nothing(course, imported):
+    assert gradebook(course[0])["mallory"][1] == max_points(1), "the attack on nbgrader's kernel no longer works"
+    assert gradebook(imported[0])["mallory"] == {n: 0 for n in STAGES}
+
+
+def test_import_runs_no_kernel_and_feedback_shows_the_trusted_verdicts(imported):
+    course, _ = imported
+    carol = course / "autograded" / "carol" / ASSIGNMENT / "stage3_causal.ipynb"
+    outputs = [o for c in json.loads(carol.read_text())["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    assert not any("warnings on" in "".join(o.get("text", "")) for o in outputs), "carol's own cell was run"
+    text = page_text(course / "feedback" / "carol" / ASSIGNMENT / "stage3_causal.html")
+    failed = [r for r in grade(course / "submitted" / "carol" / ASSIGNMENT).results if r.stage == 3 and not r.passed]
+    assert failed
+    for r in failed:
+        assert r.feedback.splitlines()[0] in text, f"the feedback of {r.id} is not in carol's feedback"
+    assert "passed (" in text
+
+
+def test_a_module_file_that_differs_from_its_notebook_cell_is_named_in_the_feedback(imported):
+    course, _ = imported
+    assert gradebook(course, ("dave",))["dave"][1] == 0  # the notebook's cell (the stub) was graded
+    text = page_text(course / "feedback" / "dave" / ASSIGNMENT / "stage1_simple.html")
+    assert "attention_lab/simple.py differs from the module cell of stage1_simple.ipynb" in text, text[:3000]
+
+
+def test_the_export_after_import_has_the_trusted_totals_and_the_kits_csv_has_stage_columns(imported):
+    course, _ = imported
+    with open(course / "grades.csv", newline="") as f:  # nbgrader export's
+        totals = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(f)}
+    with open(course / "attention-lab" / f"{ASSIGNMENT}-grades.csv", newline="") as f:
+        ours = {row["student"]: row for row in csv.DictReader(f)}
+    book = gradebook(course, STUDENTS + ("dave",))
+    for student, stages in book.items():
+        assert totals[student] == sum(stages.values()) == float(ours[student]["total"]), student
+        assert {n: float(ours[student][f"stage{n}"]) for n in STAGES} == stages, student
+
+
+def test_import_refuses_a_folder_that_is_no_course(tmp_path):
+    proc = run(ROOT, sys.executable, "-m", "autograder.cli", "nbgrader", "import", str(tmp_path), ok=False)
+    assert proc.returncode == 2 and "is not an nbgrader course with submissions" in proc.stderr
+
+
 def test_release_guard_refuses_solution_code_in_source_modules(tmp_path):
     course = tmp_path / "course"
     run(ROOT, sys.executable, "-m", "autograder.cli", "nbgrader", "init", str(course))
@@ -262,5 +343,11 @@ def test_release_guard_refuses_solution_code_in_source_modules(tmp_path):
     module.write_text((SOLUTIONS / "causal.py").read_text())
     proc = run(course, BIN / "nbgrader", "generate_assignment", ASSIGNMENT, ok=False)
     assert proc.returncode != 0
-    assert "attention_lab/causal.py line" in proc.stdout + proc.stderr
+    said = proc.stdout + proc.stderr
+    assert "nothing was released. attention_lab/causal.py line" in said
+    assert "Traceback" not in said, said  # one paragraph, not a traceback
     assert not (course / "release" / ASSIGNMENT).exists(), "a release with solution code was left behind"
+    # The advice works: init restores the module (it holds solution code) and the release goes through.
+    run(ROOT, sys.executable, "-m", "autograder.cli", "nbgrader", "init", str(course))
+    assert module.read_text() == (ROOT / "assignments" / "attention_lab" / "causal.py").read_text()
+    run(course, BIN / "nbgrader", "generate_assignment", ASSIGNMENT)

@@ -66,6 +66,18 @@ class TestAsRoot:
     def test_hostile_entry_is_contained(self, path, tmp_path, monkeypatch, root, server):
         contained(path, tmp_path, self.AS_ROOT, monkeypatch, root, server)
 
+    def test_the_kit_is_hidden_from_the_child_not_locked_on_disk(self, tmp_path, monkeypatch, root, server):
+        """As root, the child cannot read the kit because its own mount namespace hides it; the
+        instructor's checkout keeps its permissions (chmod 700 is the fallback of a machine with
+        no mount namespace, which says so)."""
+        if not workspace.secrets_hidden_per_child():
+            pytest.skip("this machine gives the grader no mount namespace: it falls back to chmod 700, and says so")
+        modes = lambda: {p: p.stat().st_mode & 0o7777 for p in workspace.secrets()}  # noqa: E731
+        before = modes()
+        for stem in ("reads_solutions", "reads_golden_natively"):
+            contained(next(p for p in HOSTILE if p.stem == stem), tmp_path / stem, True, monkeypatch, root, server)
+        assert modes() == before, "grading as root changed the permissions of the instructor's checkout"
+
 
 class TestAsUser:
     AS_ROOT = False

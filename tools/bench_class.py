@@ -31,8 +31,9 @@ from pathlib import Path
 import torch
 
 from autograder.authoring.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
-from autograder.authoring.course import hand_in, init_course, notebook_name, reference_code
+from autograder.authoring.course import hand_in, init_course, reference_code
 from autograder.curriculum import STAGES
+from autograder.grading.config import FILE, read_config
 from autograder.paths import KIT_ROOT
 from tools.zoo import CORRECT, HOSTILE, WRONG, assemble, read_entry
 
@@ -111,10 +112,10 @@ def main(argv=None):
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="attention-lab-bench-"))
     try:
-        course = init_course(work / "course", log=lambda *_: None)
-        for stage in STAGES.values():  # the class works on stages 1-5: the others' notebooks go
-            if stage.number not in GRADED:
-                (course / "source" / ASSIGNMENT / f"{notebook_name(stage)}.ipynb").unlink()
+        (work / "course").mkdir(parents=True)  # the class works on stages 1-5: the course's configuration says so
+        settings = work / "course" / FILE
+        settings.write_text(f"stages = {list(GRADED)}\n")
+        course, _ = init_course(work / "course", log=lambda *_: None, config=read_config(settings))
         template = course / "source" / ASSIGNMENT
         if args.nbgrader:  # nbgrader grades what its release holds: hand in copies of that
             command([nbgrader, "generate_assignment", ASSIGNMENT], cwd=course, env=env)
@@ -152,6 +153,9 @@ def report_grade_all(seconds, roster, out, jobs):
     print("  time one grading took in its worker, by kind (median, max):")
     for kind, times in inside.items():
         print(f"    {kind:<8} {len(times):>4}  {statistics.median(times):6.2f} s  {max(times):6.2f} s")
+    summary = out.with_suffix(".txt").read_text()
+    print("\ngrade-all's summary (" + out.with_suffix(".txt").name + "), from its item analysis on:")
+    print(summary[summary.index("checks most failed"):].rstrip())
 
 
 def report_nbgrader(course, roster, k, nbgrader, env, ours):
@@ -166,6 +170,14 @@ def report_nbgrader(course, roster, k, nbgrader, env, ours):
     print(f"\nnbgrader autograde: {len(chosen)} of them (hostile ones left out), one after the other, in "
           f"{seconds:.1f} s: {each:.2f} s per submission, {60 / each:.1f} per minute")
     print(f"ratio: grade-all grades {each / ours:.0f} times as many submissions per second as nbgrader autograde")
+    seconds, _ = command([sys.executable, "-m", "autograder.cli", "nbgrader", "import", sample,
+                          "--config", sample / FILE], cwd=sample, env=env)
+    print(f"attention-lab nbgrader import (the isolated grader's grades into the same gradebook, no kernel): "
+          f"{len(chosen)} in {seconds:.1f} s: {seconds / len(chosen):.2f} s per submission")
+    command([nbgrader, "export", "--to", "gradebook.csv"], cwd=sample, env=env)
+    print("\nnbgrader export after import (gradebook.csv), and the kit's CSV with stage columns beside it:")
+    print((sample / "gradebook.csv").read_text().rstrip())
+    print((sample / "attention-lab" / f"{ASSIGNMENT}-grades.csv").read_text().rstrip())
 
 
 if __name__ == "__main__":

@@ -114,6 +114,11 @@ def _rounds(forward, device, between):
     return report
 
 
+def median_ratio(report):
+    """The median over the rounds of the student's time over the kit's: the speed the verdict judges."""
+    return statistics.median(s / k for s, k in zip(report["student_s"], report["kit_s"]))
+
+
 def verdict(report):
     """``(passed, text)``: the measurement in words, for a pass as for a failure."""
     size = (f"batch {SIZE['batch']}, {SIZE['tokens']} tokens, {SIZE['width']} wide, {SIZE['heads']} heads, "
@@ -131,7 +136,7 @@ def verdict(report):
                        f"{report['threads']} thread{'s' if report['threads'] > 1 else ''}: something in it runs "
                        "more threads than the grader set (torch.set_num_threads, a thread of its own), so the "
                        "timing does not count")
-    ratio = statistics.median(s / k for s, k in zip(report["student_s"], report["kit_s"]))
+    ratio = median_ratio(report)
     timing = (f"{statistics.median(report['student_s']) * 1e3:.1f} ms per forward against the kit's "
               f"{statistics.median(report['kit_s']) * 1e3:.1f} ms: {ratio:.2f} times as long (median of {rounds} "
               f"round{'s' if rounds > 1 else ''}{'' if rounds == ROUNDS else ', cut short'}; {size})")

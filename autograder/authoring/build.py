@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from ..delivery.classroom import CLASSROOM_WORKFLOW, classroom_workflow
+from ..delivery.classroom import template_files
 from ..errors import BuildError
 from ..grading import forms
 from ..grading.golden import GOLDEN_PATH, compute_golden, serialize
@@ -38,7 +38,8 @@ def planned_files(root: Path = KIT_ROOT) -> dict[Path, bytes]:
     for name in SHARED_WITH_STUDENTS:
         text = (root / "autograder" / name).read_text()
         files[root / "assignments" / "tests" / Path(name).name] = (GENERATED.format(name) + text).encode()
-    files[root / CLASSROOM_WORKFLOW] = classroom_workflow(root).encode()
+    for rel, text in template_files(root=root).items():  # the default GitHub Classroom template is assignments/
+        files[root / "assignments" / rel] = text.encode()
     return files
 
 

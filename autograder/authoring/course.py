@@ -21,17 +21,19 @@ released or autograded, holds an expected value.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 import shutil
 from pathlib import Path
 
 from ..curriculum import STAGES
+from ..delivery.nbgrader.pipelines import SANITIZE
 from ..errors import BuildError
+from ..grading.config import CourseConfig
 from ..grading.grade import plan
-from ..grading.registry import all_checks
 from ..intake import notebooks
-from ..markers import HIDDEN_BEGIN, HIDDEN_END, solved
+from ..markers import BEGIN, HIDDEN_BEGIN, HIDDEN_END, solved
 from ..paths import KIT_ROOT
 from ..sandbox.runner import worst_case_s
 from .build import planned_files
@@ -46,41 +48,99 @@ def notebook_name(stage) -> str:
     return f"stage{stage.number}_{stage.module}"
 
 
-def planned_course(assignment: str = DEFAULT_ASSIGNMENT, root: Path = KIT_ROOT) -> dict[str, bytes]:
-    """Every file of the course, relative path -> content."""
+def planned_course(assignment: str = DEFAULT_ASSIGNMENT, root: Path = KIT_ROOT, config=None) -> dict[str, bytes]:
+    """Every file of the course that the kit owns, relative path -> content: the source of the
+    assignment (a notebook per stage taught, with the course's points), and attention-lab's block
+    of ``nbgrader_config.py`` (under ``CONFIG_BLOCK``: the file is merged, see ``init_course``)."""
     if not re.fullmatch(r"[A-Za-z0-9_-]+", assignment):
         raise BuildError(f"assignment name {assignment!r}: use letters, digits, '-' and '_' only")
+    config = config or CourseConfig()
     source = f"source/{assignment}"
-    files = {"nbgrader_config.py": nbgrader_config(assignment).encode()}
+    files = {CONFIG_BLOCK: nbgrader_config(assignment, config).encode()}
     stubs = {p.name: c for p, c in planned_files(root).items() if p.parent.name == "attention_lab"}
     for name, content in sorted(stubs.items()):
         files[f"{source}/attention_lab/{name}"] = content
     for path in sorted((root / "assignments" / "tests").glob("*.py")):
         files[f"{source}/tests/{path.name}"] = path.read_bytes()
-    for stage in STAGES.values():
+    for number in config.stages:
+        stage = STAGES[number]
         solution = (root / "solutions" / "attention_lab" / f"{stage.module}.py").read_text()
-        text = json.dumps(stage_notebook(stage, solution), indent=1, ensure_ascii=False) + "\n"
+        text = json.dumps(stage_notebook(stage, solution, config), indent=1, ensure_ascii=False) + "\n"
         files[f"{source}/{notebook_name(stage)}.ipynb"] = text.encode()
     return files
 
 
-def init_course(course_dir, assignment=DEFAULT_ASSIGNMENT, force=False, log=print):
-    """Write the course into ``course_dir``. Without ``force`` nothing is written when any file
-    would change, so an instructor's edited config or source is never lost by accident."""
+CONFIG_BLOCK = "nbgrader_config.py"
+BEGIN_BLOCK = "# ---- attention-lab's settings: `attention-lab nbgrader init` rewrites this block, and only it ----"
+END_BLOCK = "# ---- end of attention-lab's settings: yours go outside the block, where init leaves them ----"
+MANIFEST = ".attention-lab-course.json"  # what init last wrote: a file changed since is the instructor's
+
+
+def init_course(course_dir, assignment=DEFAULT_ASSIGNMENT, force=False, log=print, config=None):
+    """Write the course into ``course_dir``, or update it: the assignment's source files the kit
+    owns, and attention-lab's block of ``nbgrader_config.py``, whose other lines (the
+    instructor's) are kept. A source file changed since init last wrote it is the instructor's:
+    it is kept (and said), unless ``force``. Returns (course folder, {change: [files]})."""
     course = Path(course_dir)
-    files = planned_course(assignment)
-    differ = [rel for rel, content in files.items()
-              if (course / rel).exists() and (course / rel).read_bytes() != content]
-    if differ and not force:
-        raise BuildError(f"{len(differ)} file(s) in {course} differ from what would be written, e.g. "
-                         f"{differ[0]}; nothing was written. Use --force to overwrite them")
-    for rel, content in files.items():
+    manifest = _read_manifest(course)
+    changes = {"created": [], "updated": [], "kept (edited since init wrote it; --force to replace)": [],
+               "unchanged": []}
+    written = {}
+    for rel, content in planned_course(assignment, config=config).items():
         path = course / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_bytes() != content:
+        if rel == CONFIG_BLOCK:
+            content = _merged_config(path.read_text() if path.exists() else None, content.decode()).encode()
+        old = path.read_bytes() if path.exists() else None
+        # A module holding solution code is no edit of the instructor's: running a source notebook
+        # wrote it, and the release guard sends the instructor here to restore the stub.
+        solved_module = old is not None and "/attention_lab/" in rel and _holds_solution(old)
+        edited = (old is not None and rel != CONFIG_BLOCK and manifest.get(rel) != _digest(old)
+                  and old != content and not solved_module)
+        if old == content:
+            changes["unchanged"].append(rel)
+        elif edited and not force:
+            changes["kept (edited since init wrote it; --force to replace)"].append(rel)
+            continue
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
-            log(f"wrote {path}")
-    return course
+            changes["created" if old is None else "updated"].append(rel)
+        written[rel] = _digest(content)
+    (course / MANIFEST).write_text(json.dumps({**manifest, **written}, indent=1, sort_keys=True) + "\n")
+    for change, files in changes.items():
+        if files and change != "unchanged":
+            log(f"{change}: " + ", ".join(files))
+    return course, changes
+
+
+def _holds_solution(content: bytes) -> bool:
+    text = content.decode(errors="replace")
+    return BEGIN in text or HIDDEN_BEGIN in text
+
+
+def _digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def _read_manifest(course: Path) -> dict:
+    try:
+        data = json.loads((course / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _merged_config(existing, block) -> str:
+    """``nbgrader_config.py`` with attention-lab's ``block`` in place of the one it holds, and every
+    other line as it was. A file without a block (a course of an earlier kit, or the instructor's
+    own) gets the block at its end, where its settings win over those before it."""
+    if existing is None:
+        return block
+    if BEGIN_BLOCK in existing and END_BLOCK in existing:
+        before, rest = existing.split(BEGIN_BLOCK, 1)
+        after = rest.split(END_BLOCK, 1)[1]
+        return before + block.rstrip("\n") + after
+    return existing.rstrip("\n") + "\n\n" + block
 
 
 def reference_code(root: Path = KIT_ROOT) -> dict[str, str]:
@@ -100,12 +160,13 @@ def hand_in(release: Path, folder: Path, modules: dict[str, str]) -> Path:
     return folder
 
 
-def nbgrader_config(assignment: str) -> str:
+def nbgrader_config(assignment: str, config=None) -> str:
+    """attention-lab's block of ``nbgrader_config.py`` (``init_course`` merges it into the file)."""
+    config = config or CourseConfig()
     modules = sorted(f"attention_lab/{p}" for p in ["__init__.py", *(f"{s.module}.py" for s in STAGES.values())])
-    timeout = max(worst_case_s(plan(all_checks({n}), {"cpu", "meta", "cuda"})) for n in STAGES)
+    timeout = max(worst_case_s(plan(config.checks({n}), {"cpu", "meta", "cuda"})) for n in config.stages)
     return f'''\
-# Written by `attention-lab nbgrader init`; `init --force` writes it again. Add your own
-# settings at the end, and change the ones of attention-lab only knowing why they are there.
+{BEGIN_BLOCK}
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "attention-lab"
 
@@ -120,17 +181,18 @@ c.Autograde.exclude_overwriting = {{{assignment!r}: {modules!r}}}
 
 # nbgrader copies modules into the release untouched: refuse to release one that holds solution
 # code or hidden tests (running a source notebook writes its solution into source/.../attention_lab/).
-from nbgrader.converters import GenerateAssignment  # noqa: E402
-c.GenerateAssignment.preprocessors = [
-    "autograder.release_guard.ReleaseGuard",
-    *GenerateAssignment.class_traits()["preprocessors"].default(),
-]
-# --- your settings below ---
+from autograder.release_guard import refuse_solutions  # noqa: E402
+c.GenerateAssignment.pre_convert_hook = refuse_solutions
+
+# A hidden grade cell's released copy lacks its hidden part, so nbgrader would warn at autograde that
+# its checksum changed, for every such cell of every student; warn only when a student changed it.
+c.Autograde.sanitize_preprocessors = {SANITIZE!r}
+{END_BLOCK}
 '''
 
 
-def stage_notebook(stage, solution: str) -> dict:
-    checks = all_checks({stage.number})
+def stage_notebook(stage, solution: str, config=None) -> dict:
+    checks = (config or CourseConfig()).checks({stage.number})
     points = sum(c.points for c in checks)
     cells = [
         _markdown(f"{stage.module}-intro", _intro(stage, solution, points, len(checks))),

@@ -28,7 +28,6 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from ..curriculum import STAGES
 from ..paths import KIT_ROOT, runtime_files
 from .report import write_atomically, write_json
 
@@ -40,6 +39,12 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq python3 python3-pip python3-venv > /dev/null
+# The kit needs Python 3.10 or newer: Gradescope's Ubuntu 22.04 base image (or a later one) has it.
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+    echo "attention-lab needs Python 3.10 or newer, and this image has $(python3 --version 2>&1):" \
+         "choose Gradescope's Ubuntu 22.04 base image or a later one" >&2
+    exit 1
+fi
 python3 -m venv /autograder/venv
 # CPU torch at the kit's pinned version: the default index's torch pulls gigabytes of CUDA wheels.
 /autograder/venv/bin/pip install --quiet --index-url {index} "{torch}"
@@ -56,21 +61,15 @@ cd "$ROOT/source/kit"
 exec "$PYTHON" -m autograder.delivery.gradescope --root "$ROOT"
 """
 
-UPLOAD = ("Upload your attention_lab/ folder, or the module files in it that you edited (simple.py, "
-          "self_attention.py, causal.py, ...), or the course's notebooks (.ipynb), then submit again.")
 
 GRADER_FAILED = ("The autograder failed while grading this submission. This is not your fault: please tell "
                  "the course staff (the autograder's log shows them what went wrong). The score of 0 here is "
                  "not a grade.")
 
 
-def export(out_zip, stages=None):
-    """Write the autograder zip to ``out_zip`` (atomically) for ``stages`` (None: all).
-    Returns the names it holds."""
-    stages = sorted(STAGES if stages is None else set(stages))
-    unknown = [s for s in stages if s not in STAGES]
-    if unknown or not stages:
-        raise ValueError(f"no stage {unknown[0]}" if unknown else "no stage to grade")
+def export(out_zip, config):
+    """Write the autograder zip to ``out_zip`` (atomically) for the course ``config`` (its stages,
+    points and visibility, shipped in ``kit/gradescope.json``). Returns the names it holds."""
     from .pins import CPU_WHEELS, torch_pin
 
     constraints = KIT_ROOT / "constraints.txt"
@@ -78,7 +77,7 @@ def export(out_zip, stages=None):
         "setup.sh": (SETUP.format(index=CPU_WHEELS, torch=torch_pin(KIT_ROOT)), 0o755),
         "run_autograder": (RUN, 0o755),
         "kit/constraints.txt": (constraints.read_bytes(), 0o644),
-        "kit/" + CONFIG: (json.dumps({"stages": stages}) + "\n", 0o644),
+        "kit/" + CONFIG: (json.dumps(config.as_data()) + "\n", 0o644),
     }
     for path in runtime_files():
         files["kit/" + path.relative_to(KIT_ROOT).as_posix()] = (path.read_bytes(), 0o644)
@@ -94,9 +93,12 @@ def export(out_zip, stages=None):
     return list(files)
 
 
-def configured_stages():
-    config = KIT_ROOT / CONFIG
-    return sorted(json.loads(config.read_text())["stages"]) if config.is_file() else sorted(STAGES)
+def shipped_config():
+    """The course configuration the zip was exported with (the defaults when there is none)."""
+    from ..grading.config import CourseConfig, from_data
+
+    shipped = KIT_ROOT / CONFIG
+    return from_data(json.loads(shipped.read_text()), shipped) if shipped.is_file() else CourseConfig()
 
 
 def results_for(submission):
@@ -106,18 +108,18 @@ def results_for(submission):
     from ..grading.results import ungradable
     from .report import render_table
 
-    stages = configured_stages()
+    config = shipped_config()
+    stages = config.stages
     print(f"attention-lab: grading {submission}, stages {', '.join(map(str, stages))}, with the kit in {KIT_ROOT}")
     try:
-        graded = grade(submission, stages=set(stages))
+        graded = grade(submission, stages=set(stages), config=config)
     except SubmissionError as exc:
-        why = str(exc).replace(str(Path(submission).resolve()), "your upload")
-        print(f"attention-lab: cannot grade the submission: {exc}")
-        return ungradable(f"Your submission could not be graded. {UPLOAD}\n\nThe grader said: {why}", why, stages)
+        print(f"attention-lab: cannot grade the submission: {exc}")  # for the staff: the detail
+        return ungradable(f"Your submission could not be graded: {exc.student}", exc.student, stages, config)
     print(render_table(graded.results, graded.seconds))  # for the staff: stdout stays hidden from students
     for check_id, device, trace in graded.grader_errors:
         print(f"attention-lab: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
-    return graded.gradescope()
+    return graded.gradescope(leaderboard=config.leaderboard)
 
 
 def main(argv=None):

@@ -9,8 +9,25 @@ from pathlib import Path
 from ..curriculum import STAGES
 from ..grading.results import ERROR, FAILED, PASSED, stage_totals
 
+UNTOUCHED = ("not implemented yet", "was not handed in")  # what every check of a stage not started says
+
+
+def not_tried(feedback: str) -> bool:
+    """Does a failed check's feedback say the code it needs was never written (the stub's
+    NotImplementedError, a module not handed in), rather than written wrong?"""
+    return any(u in feedback.partition("\n")[0] for u in UNTOUCHED)
+
+
+def untouched(results) -> bool:
+    """Has the student not started these checks' stage: nothing passed, and every check failed
+    for want of code (``not_tried``), not for a wrong answer?"""
+    return all(r.status == FAILED and not_tried(r.feedback) for r in results)
+
 
 def render_table(results, seconds, verbose=False, color=False):
+    """The table of a grading: a line per stage, and under a stage the student worked on, each
+    check it failed with the first line of its feedback. A stage fully passed or not started is
+    one line; ``verbose`` lists every check, passed ones with what they measured."""
     def paint(text, code):
         return f"\033[{code}m{text}\033[0m" if color else text
 
@@ -19,12 +36,14 @@ def render_table(results, seconds, verbose=False, color=False):
     width = max((len(STAGES[stage].title) for stage in totals), default=0)
     for stage, t in totals.items():
         s = STAGES[stage]
+        mine = [r for r in results if r.stage == stage]
         status = paint(f"{t.points:>3}/{t.max_points:<3}", "32" if t.points == t.max_points else
                        "31" if t.points == 0 else "33")
+        quiet = not verbose and untouched(mine)
         lines.append(f"Stage {stage}  {s.title:<{width}} {status} {t.passed:>2}/{t.checks} checks passed   "
-                     f"({s.module}.py)")
-        for r in results:
-            if r.stage != stage or (r.passed and not verbose):
+                     f"({s.module}.py)" + ("   not started" if quiet else ""))
+        for r in [] if quiet else mine:
+            if r.passed and not verbose:
                 continue
             mark = {PASSED: paint("ok  ", "32"), FAILED: paint("FAIL", "31"), ERROR: paint("ERR ", "35")}[r.status]
             lines.append(f"    {mark} {r.id:<24} {r.points}/{r.max_points}  {r.title}")
@@ -35,7 +54,7 @@ def render_table(results, seconds, verbose=False, color=False):
     maximum = sum(r.max_points for r in results)
     lines.append("")
     lines.append(f"Total {total}/{maximum} points, {sum(r.passed for r in results)}/{len(results)} checks "
-                 f"passed, graded in {seconds:.1f} s")
+                 f"passed, graded in {seconds:.1f} s" + ("" if verbose else "   (--verbose: every check)"))
     regrade = [r.id for r in results if r.status == ERROR]
     if regrade:
         lines.append(f"The grader failed on {len(regrade)} check(s), not the submission: {', '.join(regrade)}; "

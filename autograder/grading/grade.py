@@ -3,18 +3,19 @@ from __future__ import annotations
 
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from ..curriculum import modules_for
 from ..intake.submission import opened
-from ..public.feedback import describe_error
 from ..sandbox.protocol import Task
 from ..sandbox.runner import TASK_TIMEOUT_S, run_tasks
+from .config import CourseConfig
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
-from .registry import Context, Fail, all_checks
+from .judging import described
+from .registry import Context, Fail, Note
 from .results import ERROR, FAILED, GRADER_ERROR, PASSED, CheckResult, Graded
 
 
@@ -38,6 +39,7 @@ class Verdict:
     status: str  # PASSED, FAILED or ERROR
     text: str = ""  # FAILED: the feedback; PASSED: what the judge measured, if anything
     trace: str = ""  # ERROR: the judge's traceback, for the instructor only
+    values: dict = field(default_factory=dict)  # PASSED: the numbers the judge measured
 
 
 def judge(check, obs, golden, device) -> Verdict:
@@ -48,7 +50,7 @@ def judge(check, obs, golden, device) -> Verdict:
         if obs is None:
             return Verdict(FAILED, "no result came back for this check")
         if isinstance(obs, dict) and "error" in obs:
-            return Verdict(FAILED, describe_error(obs["error"]))
+            return Verdict(FAILED, described(obs["error"]))
         note = check.judge(obs, Context(golden, device))
     except Fail as exc:
         return Verdict(FAILED, str(exc) or "failed")
@@ -58,27 +60,34 @@ def judge(check, obs, golden, device) -> Verdict:
             form = expected_form(check.probe, device)
             raised = student_error(obs, form)
             if raised:
-                return Verdict(FAILED, describe_error(raised))
+                return Verdict(FAILED, described(raised))
             unlike = misfit(obs, form)
             if unlike:
                 return Verdict(FAILED, f"this check could not measure your code: {unlike}")
         except Exception:  # the kit itself is broken (its forms missing): the grader's error all the same
             trace += traceback.format_exc()
         return Verdict(ERROR, trace=trace)
+    if isinstance(note, Note):
+        return Verdict(PASSED, note.text, values=dict(note.values))
     return Verdict(PASSED, note if isinstance(note, str) else "")
 
 
-def grade(submission, stages=None, devices=None, timeout_s=None, server=None):
+def grade(submission, stages=None, devices=None, timeout_s=None, server=None, config=None):
     """Grade ``submission`` (a path: see ``intake.submission``), in children forked by ``server``
-    (a ``ForkServer``; by default one of its own).
+    (a ``ForkServer``; by default one of its own). ``stages`` default to the stages the course
+    teaches (``config``, a ``CourseConfig``; by default every stage), and of a notebook
+    submission to those its notebooks hold; points are the course's.
 
     Raises SubmissionError when the submission cannot be graded at all, GradingError when the
     grader itself failed."""
     started = time.monotonic()
+    config = config or CourseConfig()
     golden = load_golden()  # before any student code runs
     devices = available_devices() if devices is None else set(devices)
     with opened(submission) as sub:
-        checks = all_checks(stages if stages is not None else sub.stages)
+        if stages is None:
+            stages = set(config.stages) & (sub.stages if sub.stages is not None else set(config.stages))
+        checks = config.checks(stages)
         run = run_tasks(sub, plan(checks, devices), timeout_s=timeout_s or TASK_TIMEOUT_S, server=server)
     results, errors = [], []
     for c in checks:
@@ -86,7 +95,7 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None):
         verdicts = {d: judge(c, run.observations.get(Task("probe", c.probe, d)), golden.get(c.probe), d) for d in ran}
         errors += [(c.id, d, v.trace) for d, v in verdicts.items() if v.status == ERROR]
         results.append(combine(c, verdicts, [d for d in c.devices if d not in devices]))
-    return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors)
+    return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, sub.notes)
 
 
 def combine(check, verdicts, skipped):
@@ -107,8 +116,9 @@ def combine(check, verdicts, skipped):
     else:
         where = f" (checked on {', '.join(verdicts)}; {', '.join(skipped)} not available)" if skipped else ""
         status, lines = PASSED, ["passed" + where] + notes
+    values = {k: v for verdict in verdicts.values() if verdict.status == PASSED for k, v in verdict.values.items()}
     return CheckResult(check.id, check.stage, check.title, check.points, status, clean("\n".join(lines)),
-                       check.visibility)
+                       check.visibility, values if status == PASSED else {})
 
 
 FEEDBACK_MAX = 2000

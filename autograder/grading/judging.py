@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from ..curriculum import STAGE_OF
 from ..public.book import PRINTED
 from ..public.feedback import describe_error, describe_mismatch, describe_row_sums
 from .registry import Fail
@@ -12,13 +13,22 @@ ATOL = 1e-5  # float32 against the float32 reference: differences of rounding on
 RTOL = 1e-4
 
 
+def described(record):
+    """An error record in the student's words (``feedback.describe_error``); a module that was not
+    handed in names its stage."""
+    module = record.get("importing", "").removeprefix("attention_lab/").removesuffix(".py")
+    if record.get("type") == "NotHandedIn" and module in STAGE_OF:
+        return f"stage {STAGE_OF[module]} ({module}.py) was not handed in"
+    return describe_error(record)
+
+
 def get(obs, *keys):
     """``obs[k1][k2]...``, failing with the student-facing description of any error on the way."""
     for key in (None, *keys):
         if key is not None:
             obs = obs[key]
         if isinstance(obs, dict) and "error" in obs:
-            raise Fail(describe_error(obs["error"]))
+            raise Fail(described(obs["error"]))
     return obs
 
 
@@ -93,7 +103,7 @@ def check_shapes(obs, configs, expected_shape):
         label = f"{report['config']} ({report['dtype_in']} input)"
         result = get(report, "result")
         if "error" in result:
-            problem = describe_error(result["error"])
+            problem = described(result["error"])
             raise Fail(problem if result["error"]["not_implemented"] else f"{label}: {problem}")
         want = expected_shape(cfg)
         expect(result["shape"] == want, f"{label}: output shape is {tuple(result['shape'])}, expected {tuple(want)}")

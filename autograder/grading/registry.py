@@ -42,6 +42,14 @@ class Context:
 
 
 @dataclass(frozen=True)
+class Note:
+    """What a judge may return for a passed check: a line of feedback, and the numbers it measured
+    (``values``: name -> number), which a platform may show (Gradescope's leaderboard)."""
+    text: str
+    values: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Check:
     id: str
     stage: int
@@ -55,8 +63,8 @@ class Check:
 
 class Checks(list):
     """The checks of one stage, in order: ``@CHECKS.add(id, ...)`` declares ``judge(obs, ctx)`` as
-    one. A judge raises ``Fail`` with feedback, or returns (a string it returns is a line added to
-    the passed check's feedback, such as a measured speed)."""
+    one. A judge raises ``Fail`` with feedback, or returns (a string, or a ``Note``, it returns is a
+    line added to the passed check's feedback, such as a measured speed)."""
 
     def __init__(self, stage: int):
         super().__init__()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..curriculum import STAGES
-from .registry import max_points
+from .config import CourseConfig
 
 PASSED, FAILED, ERROR = "passed", "failed", "error"  # ERROR: the grader's own fault, graded again later
 
@@ -25,6 +25,12 @@ class CheckResult:
     status: str  # PASSED, FAILED or ERROR
     feedback: str
     visibility: str
+    values: dict = field(default_factory=dict)  # what a passed check measured, name -> number (lower is better)
+
+    @property
+    def kind(self):
+        """What the check looks at, from its id: ``s3.causal.no_leak`` -> ``no_leak``."""
+        return self.id.rsplit(".", 1)[-1]
 
     @property
     def passed(self):
@@ -60,6 +66,7 @@ class Graded:
     isolation: dict = field(default_factory=dict)  # what protected the run (user, network, limits)
     origins: dict = field(default_factory=dict)  # module -> where its code came from (a file, a notebook)
     grader_errors: list = field(default_factory=list)  # (check id, device, traceback): for the instructor
+    notes: list = field(default_factory=list)  # what the student should know about what was graded
 
     @property
     def regrade(self):
@@ -70,8 +77,10 @@ class Graded:
     def totals(self) -> dict[int, StageTotal]:
         return stage_totals(self.results)
 
-    def gradescope(self) -> dict:
-        """Gradescope's results.json: one test per check, with its visibility.
+    def gradescope(self, leaderboard=True) -> dict:
+        """Gradescope's results.json: one test per check, with its visibility and its tags (the stage,
+        and the kind of check), and, with ``leaderboard``, the measured values (stage 8's speed
+        ratio) on Gradescope's leaderboard.
 
         Gradescope knows a test's status as passed or failed only, so a check the grader failed on
         is "failed" with ``extra_data.grader_error`` set, and the top level's ``extra_data.regrade``
@@ -89,17 +98,24 @@ class Graded:
                     "status": "passed" if r.passed else "failed",
                     "output": r.feedback,
                     "visibility": r.visibility,
+                    "tags": [f"stage {r.stage}", r.kind],
                     **({"extra_data": {"grader_error": True}} if r.status == ERROR else {}),
                 }
                 for r in self.results
             ],
         }
+        if self.notes:  # what the student should know about what was graded (a file left aside)
+            data["output"] = "\n".join(self.notes)
+        board = [{"name": name, "value": round(value, 3), "order": "asc"}
+                 for r in self.results for name, value in sorted(r.values.items())]
+        if leaderboard and board:
+            data["leaderboard"] = board
         if self.regrade:
             data["extra_data"] = {"regrade": self.regrade}
         return data
 
 
-def ungradable(output, why, stages) -> dict:
+def ungradable(output, why, stages, config=None) -> dict:
     """results.json for a submission that could not be graded at all: score 0, ``output`` on top,
     and one failed test per stage, so the student sees what each stage was worth and why it got nothing."""
     return {
@@ -107,7 +123,8 @@ def ungradable(output, why, stages) -> dict:
         "output": output,
         "stdout_visibility": "hidden",
         "tests": [{"name": f"Stage {n}: {STAGES[n].title}", "number": f"s{n}", "score": 0,
-                   "max_score": max_points(n), "status": "failed", "output": f"not graded: {why}",
+                   "max_score": (config or CourseConfig()).max_points(n), "status": "failed",
+                   "output": f"not graded: {why}",
                    "visibility": "visible"} for n in stages],
     }
 
@@ -126,12 +143,13 @@ class Record:
         problem = (f"grader error in {', '.join(graded.regrade)} (not the student's fault): those checks count 0 "
                    "until a fixed kit grades this row again" if graded.regrade else "")
         data["extra_data"] = {**bookkeeping, "stage_points": {str(s): t.points for s, t in graded.totals.items()},
-                              "problem": problem, "regrade": graded.regrade, "seconds": round(graded.seconds, 2)}
+                              "problem": problem, "regrade": graded.regrade, "notes": graded.notes,
+                              "seconds": round(graded.seconds, 2)}
         return cls(data)
 
     @classmethod
-    def not_graded(cls, output: str, why: str, stages, bookkeeping: dict) -> "Record":
-        data = ungradable(output, why, stages)
+    def not_graded(cls, output: str, why: str, stages, bookkeeping: dict, config=None) -> "Record":
+        data = ungradable(output, why, stages, config)
         data["extra_data"] = {**bookkeeping, "stage_points": {str(s): 0 for s in stages}, "problem": why,
                               "regrade": [], "seconds": 0}
         return cls(data)

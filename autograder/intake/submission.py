@@ -34,6 +34,8 @@ from . import notebooks
 
 MODULE_FILES = [f"{m}.py" for m in STAGE_OF]
 IGNORED = ("__MACOSX", "__pycache__", ".ipynb_checkpoints")  # what archivers and Jupyter add
+HAND_IN = ("Hand in your attention_lab/ folder, or the module files in it that you edited (simple.py, "
+           "self_attention.py, causal.py, ...), or the course's notebooks (.ipynb).")
 
 
 def holds_modules(folder: Path) -> bool:
@@ -52,6 +54,18 @@ class Submission:
     replaced: dict[str, str] = field(default_factory=dict)  # module -> code taken from a notebook
     origins: dict[str, str] = field(default_factory=dict)  # module -> where its code came from
     stages: set | None = None  # what to grade when the caller does not say (None: every stage)
+    notes: list[str] = field(default_factory=list)  # what the student should know about what was graded
+
+    def code(self) -> dict[str, str]:
+        """module -> the code that is graded for it (a notebook's cell, or the module file)."""
+        found = {}
+        for module in STAGE_OF:
+            file = self.package / f"{module}.py" if self.package is not None else None
+            if module in self.replaced:
+                found[module] = self.replaced[module]
+            elif file is not None and file.is_file():
+                found[module] = file.read_text(encoding="utf-8", errors="replace")
+        return found
 
 
 @contextmanager
@@ -73,11 +87,12 @@ def opened(path):
 def open_submission(path) -> Submission:
     path = Path(path).expanduser().resolve()
     if not path.exists():
-        raise SubmissionError(f"{path}: no such file or directory")
+        raise SubmissionError(f"{path}: no such file or directory", f"nothing was handed in. {HAND_IN}")
     if path.is_file():
         if path.suffix != ".ipynb":
             raise SubmissionError(f"{path.name} is neither a folder, a zip nor a notebook; pass the folder that "
-                                  "holds attention_lab/, or a notebook of the course")
+                                  "holds attention_lab/, or a notebook of the course",
+                                  f"{path.name} is neither a folder, a zip nor a notebook of the course. {HAND_IN}")
         sub = _from_notebooks([path], package=None)
         sub.stages = {STAGE_OF[m] for m in sub.replaced}
         return sub
@@ -94,7 +109,8 @@ def open_submission(path) -> Submission:
         return _from_package(path)  # the module files themselves
     if package is None:
         raise SubmissionError(f"{path} has no attention_lab/ folder and no notebook of the course; pass the "
-                              "folder that holds attention_lab/ (a copy of assignments/ with your edits)")
+                              "folder that holds attention_lab/ (a copy of assignments/ with your edits)",
+                              f"no attention_lab/ folder, module file or notebook of the course was handed in. {HAND_IN}")
     return _from_package(package)
 
 
@@ -137,7 +153,8 @@ def unzip(archive: Path, dest: Path):
 
 def _from_package(package: Path) -> Submission:
     if not holds_modules(package):
-        raise SubmissionError(f"{package} holds none of {', '.join(MODULE_FILES)}")
+        raise SubmissionError(f"{package} holds none of {', '.join(MODULE_FILES)}",
+                              f"the attention_lab/ folder handed in holds none of {', '.join(MODULE_FILES)}. {HAND_IN}")
     return Submission(package, origins={m: f"attention_lab/{m}.py" for m in STAGE_OF
                                         if (package / f"{m}.py").is_file()})
 
@@ -159,6 +176,21 @@ def _from_notebooks(paths, package, required=True) -> Submission:
                               "starts with %%writefile attention_lab/<module>.py)")
     if package is not None:
         for module in STAGE_OF:
-            if module not in sub.origins and (package / f"{module}.py").is_file():
+            file = package / f"{module}.py"
+            if module not in sub.origins and file.is_file():
                 sub.origins[module] = f"attention_lab/{module}.py"
+            elif module in sub.replaced and file.is_file() and _differs(file, sub.replaced[module]):
+                sub.notes.append(
+                    f"attention_lab/{module}.py differs from the module cell of {sub.origins[module]}: the notebook's "
+                    f"cell was graded, because running the notebook (as nbgrader does) rewrites the file with it. "
+                    f"If your work is in the file, copy it into that cell.")
     return sub
+
+
+def _differs(file: Path, code: str) -> bool:
+    """Does the module file hold other code than a notebook's cell (trailing blanks aside)?"""
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return text.rstrip() != code.rstrip()

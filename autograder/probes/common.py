@@ -73,6 +73,10 @@ class Lab:
     def load(self, name):
         if name in self._failed:
             raise StudentImportError(self._failed[name])
+        if not (self.root / "attention_lab" / f"{name}.py").is_file():
+            record = problem("NotHandedIn", f"{name}.py was not handed in", importing=f"attention_lab/{name}.py")
+            self._failed[name] = record
+            raise StudentImportError(record)
         try:
             return importlib.import_module(f"attention_lab.{name}")
         except BaseException as exc:  # SyntaxError, ImportError, NameError, SystemExit, ...

@@ -150,7 +150,7 @@ def _message(text):
 
 # Problems the kit itself reports (timeouts, crashes, refusals, tampering): their message says it all.
 KIT_PROBLEMS = ("ProbeError", "Timeout", "Crash", "NotRun", "BadResult", "Tampered", "Refused",
-                "LibraryAttention")
+                "LibraryAttention", "NotHandedIn")
 
 
 def describe_error(rec, what=""):

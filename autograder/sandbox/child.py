@@ -61,6 +61,10 @@ def main(job_path):
             sys.exit(f"the unprivileged grading user cannot read {unreachable[0]}, and this machine does not "
                      "let the grader open a way (no mount namespace): make the folders on the way to it "
                      "enterable by others (chmod o+x), or grade as a user other than root")
+        if job.hide:
+            visible = confine.hide(job.secrets)
+            if visible:  # the grading process found that this machine can hide them: something changed
+                sys.exit(f"the grader could not hide {visible[0]} from graded code in the child's mount namespace")
         confine.drop_privileges(job.uid, job.gid)
     die_with_parent(parent)  # after the change of user, which clears it
     (out / protocol.LAYERS).write_text(json.dumps(layers))

@@ -5,9 +5,10 @@ confines itself, in an order where each step still has what it needs:
 
 1. ``limit``: hard resource limits (memory, file size, processes, CPU) the student cannot raise;
 2. ``cut_network``: a fresh network namespace with no interfaces, when the kernel allows one;
-3. ``expose`` and ``drop_privileges``: when started as root, make sure Python's own folders stay
-   readable, then become the unprivileged grading user, to whom the kit's files (hidden checks,
-   golden data, the reference) are unreadable;
+3. ``expose``, ``hide`` and ``drop_privileges``: when started as root, make sure Python's own
+   folders stay readable, lay an empty folder over the kit's files (hidden checks, golden data,
+   the reference) in the child's own view of the file system, then become the unprivileged
+   grading user;
 4. ``arm``: an audit hook (which Python code cannot remove) that refuses sockets, new processes,
    signals, ctypes, tracing, memory scans, writes outside the sandbox and reads of the grader;
 5. ``public.watch.Watch`` (used by ``child``): a snapshot of torch, builtins and the probes,
@@ -94,7 +95,7 @@ def cut_network():
     return True
 
 
-CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE, MNT_DETACH = 0x00020000, 4096, 16384, 1 << 18, 2
+CLONE_NEWNS, MS_RDONLY, MS_BIND, MS_REC, MS_PRIVATE, MNT_DETACH = 0x00020000, 1, 4096, 16384, 1 << 18, 2
 
 
 def _blocked(path):
@@ -103,6 +104,39 @@ def _blocked(path):
         if not os.stat(folder).st_mode & 0o001:
             return folder
     return None
+
+
+_private_mounts = False  # has this process its own mount namespace yet?
+
+
+def own_mount_namespace() -> bool:
+    """Give this process a mount namespace of its own, whose mounts no other process sees (once);
+    False when the kernel or the container refuses (no CAP_SYS_ADMIN)."""
+    global _private_mounts
+    if not _private_mounts:
+        _private_mounts = (libc.unshare(CLONE_NEWNS) == 0
+                           and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0)
+    return _private_mounts
+
+
+def can_hide() -> bool:
+    """Can a child made like this process hide folders in a mount namespace of its own? Tried in
+    a forked process, so this one's view of the file system stays as it is."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if own_mount_namespace() else 1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def hide(paths) -> list:
+    """Lay an empty, read-only folder that nobody may enter over each of ``paths`` (the kit's
+    package, the reference), in this process's own mount namespace: the files stay as they are on
+    disk, for the instructor, and the child and its descendants see nothing there. Returns the
+    paths it could not hide."""
+    paths = [Path(p) for p in paths if os.path.isdir(p)]  # hidden already when gone from this view
+    if not paths or not own_mount_namespace():
+        return [str(p) for p in paths]
+    return [str(p) for p in paths if libc.mount(b"tmpfs", bytes(p), b"tmpfs", MS_RDONLY, b"mode=0000,size=4k") != 0]
 
 
 def expose(paths, stash):
@@ -118,7 +152,7 @@ def expose(paths, stash):
     if not any(_blocked(p) for p in paths):
         return []
     Path(stash).mkdir()
-    if libc.unshare(CLONE_NEWNS) != 0 or libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+    if not own_mount_namespace():
         return [str(p) for p in paths if _blocked(p)]
     for round_no in range(8):  # one closed folder per round; a folder may hide another further down
         closed = sorted({_blocked(p) for p in paths} - {None}, key=lambda f: len(f.parts))

@@ -56,6 +56,7 @@ class Job:
     broken: dict  # module -> why it is not imported again
     tasks: list  # of (index, Task)
     probes: str = PROBES
+    hide: bool = False  # lay empty folders over ``secrets`` in its own mount namespace (as root)
     devices: set = field(init=False)
 
     def __post_init__(self):

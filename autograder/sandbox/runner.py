@@ -134,7 +134,7 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s):
         kit_parent=str(KIT_ROOT) if str(KIT_ROOT) not in workspace.site_paths() else None, uid=ws.uid, gid=ws.gid,
         limits=protocol.Limits(MEMORY_LIMIT, FILE_LIMIT, timeout_s * CPU_PER_WALL, EXTRA_PROCESSES),
         out=str(out), stash=str(ws.control / f"{out.name}.stash"), broken=broken,
-        tasks=[(i, tasks[i]) for i in pending])
+        tasks=[(i, tasks[i]) for i in pending], hide=ws.hides)
     job_path = ws.control / f"{out.name}.json"
     job.write(job_path)
     proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()))

@@ -5,8 +5,10 @@ nothing else of it (a ``conftest.py``, ``torch.py`` or ``sitecustomize.py`` ship
 never reaches the child), a home folder, and one folder per child for its results.
 
 Run as root, the child drops to a user id from ``CHILD_UID`` on that owns no files and runs
-nothing else (``forkserver`` hands them out), so the kit's own files can be made unreadable to
-it and every process left with that id after a child ends is a straggler to kill. Run as anyone
+nothing else (``forkserver`` hands them out), so every process left with that id after a child
+ends is a straggler to kill. The kit's own files are hidden from it in its own mount namespace
+(``confine.hide``); where the machine allows none (a container without CAP_SYS_ADMIN), they are
+made readable by root only on disk instead, and the grader says so. Run as anyone
 else, the child stays that user, and the stragglers are found by a mark in their environment,
 which every descendant inherits (the child may not exec a program with a fresh one); this
 process becomes the "subreaper" of orphans, so none of them is lost to init before it is killed.
@@ -19,6 +21,7 @@ import site
 import stat
 import sys
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 from ..errors import SubmissionError
@@ -41,13 +44,22 @@ def secrets():
     return found
 
 
+@lru_cache(maxsize=1)
+def secrets_hidden_per_child() -> bool:
+    """Can each child hide the secrets in a mount namespace of its own (as root, on Linux)?"""
+    from .confine import can_hide
+
+    return can_hide()
+
+
 def lock_secrets():
-    """As root, make the secrets unreadable to ``CHILD_UID`` if they are not already (0700)."""
+    """As root, where no child can hide the secrets, make them unreadable to ``CHILD_UID`` on disk
+    if they are not already (0700): the fallback, said once per folder."""
     for path in secrets():
         if _others_can_reach(path):
             os.chmod(path, 0o700)
-            print(f"attention-lab: made {path} readable by root only, so graded code cannot read it",
-                  file=sys.stderr)
+            print(f"attention-lab: made {path} readable by root only, so graded code cannot read it (this machine "
+                  "gives the grader no mount namespace to hide it in)", file=sys.stderr)
 
 
 def _others_can_reach(path):
@@ -62,7 +74,8 @@ class Workspace:
     def __init__(self, submission, uid=None, gid=None):
         """``uid``, ``gid``: the unprivileged user the child becomes (None: it stays who we are)."""
         self.uid, self.gid = uid, gid
-        if self.uid is not None:
+        self.hides = self.uid is not None and secrets_hidden_per_child()
+        if self.uid is not None and not self.hides:
             lock_secrets()
         self.root = Path(tempfile.mkdtemp(prefix="attention-lab-")).resolve()
         self.control = self.root / "control"  # job files and stderr: the child cannot touch them
@@ -116,8 +129,9 @@ def _copy_package(src: Path, dst: Path):
                 continue
             total, files = total + info.st_size, files + 1
             if total > MAX_SUBMISSION_BYTES or files > MAX_SUBMISSION_FILES:
-                raise SubmissionError(f"{src} holds more than {MAX_SUBMISSION_FILES} files or "
-                                      f"{MAX_SUBMISSION_BYTES // 2**20} MiB; remove data files that are not code")
+                too_big = (f"more than {MAX_SUBMISSION_FILES} files or {MAX_SUBMISSION_BYTES // 2**20} MiB; "
+                           "remove data files that are not code")
+                raise SubmissionError(f"{src} holds {too_big}", f"the attention_lab/ folder holds {too_big}")
             shutil.copyfile(path, dst / rel / name, follow_symlinks=False)
 
 

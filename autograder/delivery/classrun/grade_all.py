@@ -30,10 +30,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ...curriculum import STAGES
 from ...errors import GradingError, SubmissionError, UsageError
+from ...grading.config import CourseConfig
 from ...grading.grade import available_devices, grade
-from ...grading.registry import max_points
 from ...grading.results import Record
 from ...intake.submission import holds_code
 from ...paths import KIT_PACKAGE, runtime_files
@@ -41,7 +40,7 @@ from ...sandbox.forkserver import ForkServer
 from ...sandbox.runner import TASK_TIMEOUT_S
 from ..report import TEMPORARY, write_atomically, write_json
 from .progress import Progress
-from .summary import histogram_png, text_summary
+from .summary import histogram_png, item_analysis, item_analysis_png, text_summary
 
 SUFFIXES = (".zip", ".ipynb")
 
@@ -114,14 +113,15 @@ def kit_fingerprint() -> str:
 # ---------------------------------------------------------------- one student
 
 
-def grade_one(entry, key, server, timeout_s):
+def grade_one(entry, key, server, timeout_s, config):
     """An Outcome for ``entry``; never raises for the student's sake."""
     bookkeeping = {"student": entry.student, "source": entry.path.name, **key}
     try:
         graded = grade(entry.path, stages=set(key["stages"]), devices=key["devices"], timeout_s=timeout_s,
-                       server=server)
+                       server=server, config=config)
     except SubmissionError as exc:
-        return Outcome(entry, Record.not_graded(f"Not graded: {exc}", str(exc), key["stages"], bookkeeping), str(exc))
+        record = Record.not_graded(f"Not graded: {exc.student}", exc.student, key["stages"], bookkeeping, config)
+        return Outcome(entry, record, str(exc))  # the record is the student's; the detail is for the log
     except GradingError as exc:
         return Outcome(entry, None, f"grading failed, not the submission's fault: {exc}")
     record = Record.of(graded, bookkeeping)
@@ -131,13 +131,13 @@ def grade_one(entry, key, server, timeout_s):
 # ---------------------------------------------------------------- the class
 
 
-def csv_text(entries, records, stages, failed):
+def csv_text(entries, records, stages, failed, config=None):
     """The class CSV: one row per student, in name order; a student the grader failed on has
     empty points and the reason, so that no row silently goes missing."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["student", "total", "out_of", *[f"stage{s}" for s in stages], "problem"])
-    out_of = sum(max_points(s) for s in stages)
+    out_of = sum((config or CourseConfig()).max_points(s) for s in stages)
     for e in entries:
         if e.student in records:
             points = list(records[e.student].points(stages).values())
@@ -147,15 +147,19 @@ def csv_text(entries, records, stages, failed):
     return out.getvalue()
 
 
-def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None, log=None, keep_records=False):
-    """Grade every student in ``folder``; returns the number of students the grader failed on, in
-    whole or in some checks (0: all done)."""
+def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None, log=None, keep_records=False,
+              config=None, entries=None):
+    """Grade every student in ``folder`` (or the ``entries`` given); returns the number of students
+    the grader failed on, in whole or in some checks (0: all done). ``stages`` default to those the
+    course teaches (``config``)."""
+    config = config or CourseConfig()
     folder, out = Path(folder).expanduser().resolve(), Path(out).expanduser().resolve()
     json_dir = Path(json_dir).expanduser().resolve() if json_dir else out.with_name(out.stem + "-results")
-    picture, summary_path = out.with_suffix(".png"), out.with_suffix(".txt")
-    stages = sorted(stages or STAGES)
+    stages = sorted(stages or config.stages)
     jobs = jobs or min(os.cpu_count() or 1, 8)
-    entries, ignored = discover(folder, skip=[out, json_dir, picture, summary_path])
+    ignored = []
+    if entries is None:
+        entries, ignored = discover(folder, skip=[out, json_dir, *summary_files(out)])
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
 
     json_dir.mkdir(parents=True, exist_ok=True)
@@ -166,10 +170,11 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
         os.close(lock)
         raise UsageError(f"another grade-all is writing to {json_dir}; wait for it, or pass another --json-dir")
     try:
-        for stale in [*json_dir.glob(TEMPORARY + "*"), *out.parent.glob(TEMPORARY + out.stem + ".*")]:
+        for stale in [*json_dir.glob(TEMPORARY + "*"), *out.parent.glob(TEMPORARY + out.stem + "*")]:
             stale.unlink(missing_ok=True)  # left by a run killed while writing
         key = {"kit": kit_fingerprint(), "stages": stages, "devices": sorted(available_devices()),
-               "timeout": timeout_s or TASK_TIMEOUT_S}  # a hang's cost depends on it
+               "timeout": timeout_s or TASK_TIMEOUT_S,  # a hang's cost depends on it
+               "points": config.points}  # the course's points, where they differ from the registry's
         records, todo = {}, []
         for e in entries:
             record = Record.load(json_dir / f"{e.student}.json")
@@ -183,16 +188,16 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
         log(f"{len(entries)} submissions in {folder}: {len(records)} already graded, {len(todo)} to grade "
             f"with {min(jobs, len(todo) or 1)} workers" + (f" (records in {json_dir})" if records else ""))
         failed = {}
-        write_atomically(out, csv_text(entries, records, stages, failed))
+        write_atomically(out, csv_text(entries, records, stages, failed, config))
         if todo:
-            failed = _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s)
-        _summarise(entries, records, stages, failed, out, picture, summary_path, log)
+            failed = _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, config)
+        _summarise(entries, records, stages, failed, out, config, log)
         return len(failed) + sum(bool(r.regrade) for r in records.values())
     finally:
         os.close(lock)
 
 
-def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s):
+def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, config):
     """Grade ``todo`` ((entry, key) pairs) with ``jobs`` workers; this thread alone writes files."""
     jobs = min(jobs, len(todo))
     threads = max(1, (os.cpu_count() or 1) // jobs)  # torch threads per child: no oversubscription
@@ -200,7 +205,7 @@ def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s):
     for item in todo:
         work.put(item)
     meta = "meta" in todo[0][1]["devices"]
-    workers = [threading.Thread(target=_worker, args=(work, done, meta, timeout_s, threads), daemon=True)
+    workers = [threading.Thread(target=_worker, args=(work, done, meta, timeout_s, threads, config), daemon=True)
                for _ in range(jobs)]
     for t in workers:
         work.put(None)
@@ -212,20 +217,21 @@ def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s):
         student = outcome.entry.student
         for check_id, device, trace in outcome.grader_errors:  # for the instructor, never in a record
             progress.say(f"{student}: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
+        if outcome.problem:  # the detail, for the instructor (a record holds what the student may read)
+            progress.say(f"{student}: {outcome.problem}")
         if outcome.record is None:
             failed[student] = outcome.problem
-            progress.say(f"{student}: {outcome.problem}")
         else:
             write_json(outcome.record.data, json_dir / f"{student}.json")  # the record first: it is what is done
             records[student] = outcome.record
-        write_atomically(out, csv_text(entries, records, stages, failed))
+        write_atomically(out, csv_text(entries, records, stages, failed, config))
         progress.advance(f"{student} {outcome.record.score}" if outcome.record else f"{student} failed")
     for t in workers:
         t.join()
     return failed
 
 
-def _worker(work, done, meta, timeout_s, threads):
+def _worker(work, done, meta, timeout_s, threads, config):
     """One grading at a time, in children of this thread's own fork server (which dies with the
     thread: the server is started here, and the kernel ties it to the thread that started it)."""
     try:
@@ -236,7 +242,7 @@ def _worker(work, done, meta, timeout_s, threads):
         while (item := work.get()) is not None:
             entry, key = item
             try:
-                done.put(grade_one(entry, key, server, timeout_s) if server else Outcome(entry, None, why))
+                done.put(grade_one(entry, key, server, timeout_s, config) if server else Outcome(entry, None, why))
             except BaseException as exc:  # the grader's own bug: report it, keep the others going
                 done.put(Outcome(entry, None, f"grading failed, not the submission's fault: {exc!r}"))
     finally:
@@ -244,17 +250,29 @@ def _worker(work, done, meta, timeout_s, threads):
             server.close()
 
 
-def _summarise(entries, records, stages, failed, out, picture, summary_path, log):
-    out_of = sum(max_points(s) for s in stages)
+def summary_files(out: Path) -> list[Path]:
+    """What is written beside the CSV: the summary as text, the score histogram, the checks most failed."""
+    return [out.with_suffix(".txt"), out.with_suffix(".png"), out.with_name(out.stem + "-checks.png")]
+
+
+def _summarise(entries, records, stages, failed, out, config, log):
+    summary_path, picture, checks_picture = summary_files(out)
+    out_of = sum(config.max_points(s) for s in stages)
     points = {e.student: records[e.student].points(stages) for e in entries if e.student in records}
     rows = [(student, sum(p.values()), p) for student, p in points.items()]
     regrade = [student for student in points if records[student].regrade]
-    text = text_summary(rows, out_of, {s: max_points(s) for s in stages}, problems=sorted(failed), regrade=regrade)
+    items = item_analysis([records[student] for student in points], config.checks(stages))
+    text = text_summary(rows, out_of, {s: config.max_points(s) for s in stages}, problems=sorted(failed),
+                        regrade=regrade, items=items)
     write_atomically(summary_path, text)
-    tmp = picture.with_name(TEMPORARY + picture.name)
-    why_not = histogram_png([total for _, total, _ in rows], out_of, tmp,
-                            f"{len(rows)} students, stages {', '.join(map(str, stages))}")
-    if why_not is None:
-        os.replace(tmp, picture)
+    drawn, title = [], f"{len(rows)} students, stages {', '.join(map(str, stages))}"
+    for path, draw in ((picture, lambda tmp: histogram_png([total for _, total, _ in rows], out_of, tmp, title)),
+                       (checks_picture, lambda tmp: item_analysis_png(items, len(rows), tmp))):
+        tmp = path.with_name(TEMPORARY + path.name)
+        why_not = draw(tmp)
+        if why_not is None:
+            os.replace(tmp, path)
+            drawn.append(str(path))
     print(text, end="")
-    log(f"wrote {out}, {summary_path}" + (f", {picture}" if why_not is None else f" (no histogram: {why_not})"))
+    log(f"wrote {out}, {summary_path}" + "".join(f", {p}" for p in drawn)
+        + ("" if len(drawn) == 2 else f" (no pictures: {why_not})"))

@@ -1,9 +1,13 @@
-"""The score distribution of a class, as text and as a histogram (PNG)."""
+"""A class's results at a glance: the score distribution and the checks most failed (item
+analysis), as text and as pictures (PNG)."""
 from __future__ import annotations
 
 import statistics
+from collections import Counter
+from dataclasses import dataclass
 
 from ...curriculum import STAGES
+from ..report import not_tried
 
 BINS = 10
 
@@ -20,9 +24,61 @@ def bins(totals, out_of):
     return counts, edges
 
 
-def text_summary(rows, out_of, stage_max, problems=(), regrade=()):
+@dataclass(frozen=True)
+class Item:
+    """One check across a class: how many students tried it (wrote the code it needs: a stub's
+    NotImplementedError or a missing module is no attempt), how many of them failed it, and the
+    first line of feedback they were given most often, with how many were given it."""
+    check: object  # registry.Check
+    tried: int
+    failed: int
+    said: str
+    said_count: int
+    untried: int  # students graded on it who never wrote its code
+
+    @property
+    def rate(self):
+        """The share of the students who tried the check and failed it: what a lesson is judged by,
+        unmixed with how far through the assignment the class is."""
+        return self.failed / self.tried if self.tried else 0.0
+
+
+def item_analysis(records, checks) -> list[Item]:
+    """Each of ``checks`` over the students' ``records`` (grade-all's), the most failed first."""
+    items = []
+    for check in checks:
+        tests = [t for r in records for t in r.data.get("tests", []) if t.get("number") == check.id]
+        untried = [t for t in tests if t.get("status") != "passed" and not_tried(t.get("output") or "")]
+        failed = [t for t in tests if t.get("status") != "passed" and t not in untried]
+        said = Counter((t.get("output") or "").partition("\n")[0] for t in failed)
+        line, count = said.most_common(1)[0] if said else ("", 0)
+        items.append(Item(check, len(tests) - len(untried), len(failed), line, count, len(untried)))
+    return sorted(items, key=lambda i: (-i.rate, -i.failed, i.check.stage, i.check.id))
+
+
+def _clip(text, most=90):
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _items_text(items, most=15):
+    failing = [i for i in items if i.failed]
+    if not failing:
+        return ["", "checks most failed: none (every check a student tried, they passed)"]
+    lines = ["", f"checks most failed by the students who tried them ({len(failing)} of {len(items)} checks "
+             f"failed by someone; the {min(most, len(failing))} most failed, with the feedback given most often, and "
+             "how many students had not written the code yet)",
+             f"{'check':<26} {'failed/tried':<12} {'':>4}  the first line of feedback given most often"]
+    for i in failing[:most]:
+        lines.append(f"{i.check.id:<26} {i.failed:>5}/{i.tried:<6} {i.rate:>4.0%}  {_clip(i.said)}"
+                     + (f"  (x{i.said_count})" if i.said_count != i.failed else "")
+                     + (f"  [{i.untried} not tried]" if i.untried else ""))
+    return lines
+
+
+def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=()):
     """``rows``: (student, total, {stage: points}) of every graded student; ``problems``: the students
-    the grader failed on; ``regrade``: those graded but with checks the grader failed on."""
+    the grader failed on; ``regrade``: those graded but with checks the grader failed on; ``items``:
+    the item analysis (``item_analysis``)."""
     if not rows:
         return "no student was graded\n"
     totals = [total for _, total, _ in rows]
@@ -52,6 +108,8 @@ def text_summary(rows, out_of, stage_max, problems=(), regrade=()):
     if regrade:
         lines += ["", f"marked for a regrade: the grader failed on some of their checks ({len(regrade)}): "
                   + ", ".join(regrade)]
+    if items:
+        lines += _items_text(items)
     return "\n".join(lines) + "\n"
 
 
@@ -79,6 +137,33 @@ def histogram_png(totals, out_of, path, title):
     ax.set_ylabel("students")
     ax.yaxis.get_major_locator().set_params(integer=True)
     ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return None
+
+
+def item_analysis_png(items, students, path, most=25):
+    """The checks most failed as bars (share of the students who failed each), to ``path``. Returns
+    None, or why no picture was drawn."""
+    try:
+        import matplotlib
+    except ImportError:
+        return "matplotlib is not installed (pip install 'attention-lab[class]')"
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    shown = [i for i in items if i.tried][:most]
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.32 * max(1, len(shown))), dpi=100)
+    labels = [f"{i.check.id}" for i in shown]
+    ax.barh(range(len(shown)), [100 * i.rate for i in shown], color="#c44e52")
+    ax.set_yticks(range(len(shown)), labels, fontsize=8)
+    ax.invert_yaxis()  # the most failed on top
+    for y, i in enumerate(shown):
+        ax.text(100 * i.rate + 1, y, f"{i.failed}/{i.tried}", va="center", fontsize=7)
+    ax.set_xlim(0, 110)
+    ax.set_xlabel("students who tried the check and failed it (%)")
+    ax.set_title(f"Checks most failed, {students} students")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -4,10 +4,11 @@ import torch
 from ...probes.common import DROPOUT_P
 from ...probes.stage3 import SHAPE_CONFIGS, expected_shape
 from ...public import book
-from ...public.feedback import describe_error, describe_future
+from ...public.feedback import describe_future
 from ..forms import is_error_record
-from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close, expect,
-                       expect_book, expect_book_batch, expect_close, expect_golden, expect_rows_sum_to_one, get, same)
+from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close,
+                       described, expect, expect_book, expect_book_batch, expect_close, expect_golden,
+                       expect_rows_sum_to_one, get, same)
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(3)
@@ -105,9 +106,9 @@ def check_device(obs, device, what):
     out = rep["forward"]
     if is_error_record(out):
         if device == "meta":
-            return (f"{what}.forward could not run on the meta device ({describe_error(out['error'])}); "
+            return (f"{what}.forward could not run on the meta device ({described(out['error'])}); "
                     "judged by where its tensors went")
-        raise Fail(describe_error(out["error"]))
+        raise Fail(described(out["error"]))
     expect(out["device"] == device, f"{what} on {device} returned an output on {out['device']}")
     if "out" in out:
         expect(close(out["out"], out["cpu_out"], atol=1e-4, rtol=1e-4),

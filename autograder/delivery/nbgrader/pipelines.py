@@ -1,0 +1,21 @@
+"""Which preprocessors nbgrader runs for the kit, named once: the course's ``nbgrader_config.py``
+and ``attention-lab nbgrader import`` both use them. Names only, so that reading them needs no
+nbgrader (``nbgrader init`` writes a course without it)."""
+
+QUIET_OVERWRITE = "autograder.delivery.nbgrader.preprocessors.OverwriteCellsQuietly"
+TRUSTED_OUTPUTS = "autograder.delivery.nbgrader.preprocessors.TrustedOutputs"
+
+# nbgrader's sanitize step, with OverwriteCells replaced by the kit's quiet one: a hidden grade cell's
+# released copy lacks its hidden part, so nbgrader would warn that its checksum changed, for every
+# such cell of every student; the quiet one warns only when a student changed the cell.
+SANITIZE = ["nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
+            "nbgrader.preprocessors.OverwriteKernelspec", QUIET_OVERWRITE, "nbgrader.preprocessors.CheckCellMetadata"]
+
+# nbgrader's autograde step, with its kernel (Execute) replaced by the trusted verdicts: the
+# student's notebook is never run.
+AUTOGRADE = [TRUSTED_OUTPUTS, "nbgrader.preprocessors.IgnorePattern",
+             "nbconvert.preprocessors.ClearMetadataPreprocessor", "nbgrader.preprocessors.LimitOutput",
+             "nbgrader.preprocessors.SaveAutoGrades", "nbgrader.preprocessors.AssignLatePenalties",
+             "nbgrader.preprocessors.CheckCellMetadata"]
+
+RECORDS = "ATTENTION_LAB_RECORDS"  # where TrustedOutputs finds grade-all's records of the students imported
