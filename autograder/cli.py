@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .curriculum import STAGES
 
@@ -16,6 +17,8 @@ def main(argv=None):
     g.add_argument("submission", help="a folder holding attention_lab/ (a copy of assignments/ with edits), "
                    "a notebook of the nbgrader course, or a folder of them (their module cells are graded)")
     g.add_argument("--json", metavar="FILE", help="also write Gradescope's results.json schema to FILE")
+    g.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report, with pictures of the "
+                   "submission's own attention, to FILE")
     g.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
                    help="grade only stage N (repeatable)")
     g.add_argument("--verbose", "-v", action="store_true",
@@ -121,7 +124,8 @@ def _grade(args):
 
     print(f"grading {args.submission} ...", file=sys.stderr, flush=True)
     try:
-        graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course)
+        graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course,
+                       pictures=bool(args.html))
     except SubmissionError as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
         return 2
@@ -138,6 +142,12 @@ def _grade(args):
     if args.json:
         write_json(graded.gradescope(leaderboard=args.course.leaderboard), args.json)
         print(f"wrote {args.json}", file=sys.stderr)
+    if args.html:
+        from .delivery.html_report import render
+        from .delivery.report import write_atomically
+
+        write_atomically(Path(args.html), render(graded, f"attention-lab: {Path(args.submission).name}"))
+        print(f"wrote {args.html}", file=sys.stderr)
     return report_grader_errors(graded.grader_errors)
 
 

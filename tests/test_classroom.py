@@ -90,6 +90,17 @@ def test_the_template_carries_the_handouts_readme_and_gitignore(root):
     assert "__pycache__/" in (root / "assignments" / ".gitignore").read_text().split()
 
 
+def test_the_handouts_readme_installs_the_torch_its_requirements_pin_from_the_cpu_wheels(root):
+    """Else `pip install -r requirements.txt` replaces a newer CPU torch by the pinned one from PyPI, CUDA and all."""
+    pin = re.search(r"^torch==\S+", (root / "assignments" / "requirements.txt").read_text(), flags=re.M).group(0)
+    installs = [shlex.split(line) for line in (root / "assignments" / "README.md").read_text().splitlines()
+                if "pip install" in line]
+    torch = [words for words in installs if any(w.startswith("torch") for w in words)]
+    assert len(torch) == 1 and pin in torch[0], installs
+    assert torch[0][torch[0].index("--index-url") + 1] == CPU_WHEELS, installs
+    assert ["python", "-m", "pip", "install", "-r", "requirements.txt"] in installs
+
+
 def test_export_writes_a_template_for_a_course_configuration(tmp_path, monkeypatch, capsys):
     (tmp_path / "attention-lab.toml").write_text("stages = [1, 3]\n[points]\nstage3 = 30\n")
     monkeypatch.chdir(tmp_path)

@@ -1,13 +1,14 @@
 """The nbgrader course as files: what ``attention-lab nbgrader init`` writes (no nbgrader run here;
 tests/test_nbgrader.py runs the real thing)."""
 import json
+import shutil
 
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.authoring.build import planned_files
-from autograder.authoring.course import (BEGIN_BLOCK, DEFAULT_ASSIGNMENT, init_course, notebook_name,
-                                         planned_course)
+from autograder.authoring.course import (BEGIN_BLOCK, DEFAULT_ASSIGNMENT, LOOK, init_course, notebook_name,
+                                         planned_course, stage_notebook)
 from autograder.cli import main
 from autograder.curriculum import STAGES
 from autograder.delivery.nbgrader.release_guard import refuse_solutions
@@ -118,3 +119,27 @@ def test_import_without_nbgrader_is_refused_before_anyone_is_graded(tmp_path, mo
     assert main(["nbgrader", "import", str(tmp_path)]) == 2
     said = capsys.readouterr().err
     assert "nbgrader is not installed" in said and "grading" not in said.split("nbgrader is not installed")[0]
+
+
+@pytest.mark.parametrize("stage", sorted(LOOK))
+def test_the_look_cell_draws_the_reference_and_asks_for_code_on_the_stubs(stage, root, tmp_path):
+    """The "Look at your attention" cell, run as a notebook runs it (beside tests/ and attention_lab/),
+    with IPython's display stood in for: pictures for the reference, a sentence for the stubs."""
+    import subprocess
+    import sys
+
+    (cell,) = [c for c in stage_notebook(STAGES[stage], "", None)["cells"]
+               if c["metadata"].get("nbgrader", {}).get("grade_id", "").endswith("-look")]
+    code = "def display(found): print('drew', len(found), [p.flagged for p in found])\n" + "".join(cell["source"])
+    for name, package in (("reference", root / "solutions" / "attention_lab"),
+                          ("stubs", root / "assignments" / "attention_lab")):
+        folder = tmp_path / name
+        shutil.copytree(root / "assignments" / "tests", folder / "tests")
+        shutil.copytree(package, folder / "attention_lab")
+        said = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=120)
+        assert said.returncode == 0, said.stderr
+        if name == "reference":
+            drew, count, flagged = said.stdout.split(" ", 2)
+            assert drew == "drew" and int(count) >= 1 and set(eval(flagged)) == {0}, said.stdout  # nothing in red
+        else:
+            assert "Not written yet" in said.stdout, said.stdout

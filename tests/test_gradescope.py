@@ -197,3 +197,25 @@ def test_tags_leaderboard_and_the_courses_visibility(root):
     jsonschema.validate(data, RESULTS_SCHEMA)
     assert data["leaderboard"] == [{"name": "speed ratio", "value": 1.4, "order": "asc"}]
     assert "leaderboard" not in Graded([speed], 1.0).gradescope(leaderboard=False)
+
+
+def test_a_failed_checks_picture_is_inline_html_in_its_output(exported, tmp_path, root):
+    """A causal layer that leaks (its mask is the wrong way round): the no_leak check's output is
+    HTML holding the feedback and the leak map as an inline image; a passed check stays text."""
+    from tools.zoo import assemble, read_entry
+
+    entry = root / "tests" / "zoo" / "wrong" / "mask_polarity_inverted.py"
+
+    def fill(sub):
+        shutil.copytree(assemble(entry, read_entry(entry), tmp_path / "leaky") / "attention_lab", sub / "attention_lab")
+
+    proc, results = autograde(exported, tmp_path, fill)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    by_id = {t["number"]: t for t in results["tests"]}
+    leak = by_id["s3.causal.no_leak"]
+    assert leak["status"] == "failed" and leak["output_format"] == "html"
+    assert leak["output"].startswith("<pre>") and 'data-picture="leak"' in leak["output"]
+    assert 'src="data:image/svg+xml;base64,' in leak["output"] and "<script" not in leak["output"]
+    passed = by_id["s1.scores_loop"]
+    assert passed["status"] == "passed" and "output_format" not in passed
+    assert not [t for t in results["tests"] if "pictures" in t.get("extra_data", {})]  # moved into the output

@@ -245,6 +245,15 @@ def test_feedback_shows_failed_checks_and_no_hidden_expected_value(course):
     assert len(hidden) > 100, "the scan needs hidden numbers to look for"
     shown = set(re.findall(r"-?\d+\.\d{4}\b", text))
     assert not shown & hidden, f"carol's feedback shows hidden expected values: {sorted(shown & hidden)[:5]}"
+    # the failed seeded check shows carol's own weights for the book's sentence (autograde's kernel path)
+    assert "journey" in pictures_in(page), "no picture of carol's attention in her feedback"
+
+
+def pictures_in(page):
+    """The SVG text of every picture a feedback page shows (nbconvert inlines them as data: URIs)."""
+    import base64
+
+    return "".join(base64.b64decode(data).decode() for data in re.findall(r"data:image/svg\+xml;base64,([^\"']+)", page))
 
 
 def hidden_numbers():
@@ -309,6 +318,8 @@ def test_import_runs_no_kernel_and_feedback_shows_the_trusted_verdicts(imported)
     for r in failed:
         assert r.feedback.splitlines()[0] in text, f"the feedback of {r.id} is not in carol's feedback"
     assert "passed (" in text
+    page = (course / "feedback" / "carol" / ASSIGNMENT / "stage3_causal.html").read_text()
+    assert "journey" in pictures_in(page), "no picture of carol's attention in her imported feedback"
 
 
 def test_a_module_file_that_differs_from_its_notebook_cell_is_named_in_the_feedback(imported):

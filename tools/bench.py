@@ -1,7 +1,8 @@
-"""Time grading on the bundled material: ``python -m tools.bench [--repeat N] [--nbgrader]``.
+"""Time grading on the bundled material: ``python -m tools.bench [--repeat N] [--nbgrader | --html]``.
 
-Without ``--nbgrader``: ``grade`` on the reference and on the stubs, each run in a fresh child
-process exactly as ``attention-lab grade`` does. With ``--nbgrader``: one submission (the
+Without options: ``grade`` on the reference and on the stubs, each run in a fresh child
+process exactly as ``attention-lab grade`` does. With ``--html``: ``attention-lab grade
+solutions`` as a command, without and with ``--html report.html`` in turns, and the report's size. With ``--nbgrader``: one submission (the
 reference typed into the course's notebooks) graded as an instructor would, as commands:
 ``nbgrader autograde`` against ``attention-lab grade`` on the same submitted folder. Figures are
 wall-clock seconds (median and range over the repeats).
@@ -77,14 +78,36 @@ def bench_nbgrader(repeat):
         print(line("attention-lab grade", *timed(repeat, attention_lab)))
 
 
+def bench_html(repeat):
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.html"
+
+        def command(*extra):
+            def run():
+                subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(KIT_ROOT / "solutions"), *extra],
+                               check=True, capture_output=True)
+                return "graded"
+            return run
+
+        plain, with_html = [], []
+        for _ in range(repeat):  # in turns, so that a drift of the machine hits both alike
+            plain += timed(1, command())[0]
+            with_html += timed(1, command("--html", str(report)))[0]
+        print(line("grade solutions", plain, "text"))
+        print(line("grade solutions --html", with_html, "html"))
+        print(f"the report: {report.stat().st_size / 1024:.0f} KiB; --html adds "
+              f"{statistics.median(with_html) - statistics.median(plain):.2f} s (difference of the medians)")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--nbgrader", action="store_true", help="nbgrader autograde vs attention-lab grade")
+    parser.add_argument("--html", action="store_true", help="attention-lab grade with and without --html")
     args = parser.parse_args(argv)
     print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, cuda {'available' if torch.cuda.is_available() else 'not available'}")
-    (bench_nbgrader if args.nbgrader else bench_grade)(args.repeat)
+    (bench_nbgrader if args.nbgrader else bench_html if args.html else bench_grade)(args.repeat)
 
 
 if __name__ == "__main__":

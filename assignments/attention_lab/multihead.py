@@ -37,6 +37,10 @@ class MultiHeadAttention(nn.Module):
     ``CausalAttention``; each head has width ``head_dim = d_out // num_heads``.
     Raises ``ValueError`` when ``d_out`` is not divisible by ``num_heads``.
     ``forward(x)`` returns (batch, num_tokens, d_out).
+
+    Mind the order of the arguments: ``dropout`` comes before ``num_heads`` here (the book's
+    order), while stage 8's ``GroupedQueryAttention(d_in, d_out, context_length, num_heads,
+    num_kv_heads, dropout=0.0)`` puts the heads first. Pass ``num_heads=`` by name when in doubt.
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):

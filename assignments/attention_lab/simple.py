@@ -41,7 +41,13 @@ def attention_scores(inputs, query):
 
 
 def normalize_by_sum(scores):
-    """Naive normalisation: divide the scores by their sum so they add up to 1."""
+    """Naive normalisation: divide the scores by their sum so they add up to 1.
+
+    ``scores``: a 1-D tensor, the scores of one query against every token, (num_tokens,).
+    Returns the same shape, every score divided by the sum of all of them (``scores.sum()``).
+    Only a 1-D vector is expected: unlike the softmax functions below, this one is not applied
+    row by row over the last dim of a matrix.
+    """
     # YOUR CODE HERE
     raise NotImplementedError()
 

@@ -26,7 +26,7 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
     query (..., n_q, d_k), key (..., n_k, d_k), value (..., n_k, d_v); ``mask`` broadcasts to
     (..., n_q, n_k) with 0 = hidden (filled with -1e9, so a fully hidden row stays finite);
     ``dropout`` is an ``nn.Dropout`` applied to the weights, or None. Returns
-    ``(output, weights)``: (..., n_q, d_v) and the weights actually used, (..., n_q, n_k).
+    ``(output, weights)``: (..., n_q, d_v) and the weights after dropout, (..., n_q, n_k).
     """
     # TODO: scores = query @ key^T / sqrt(d_k) (d_k = query.size(-1)); masked_fill(mask == 0, -1e9)
     #       *before* the softmax; softmax over the keys; dropout on the weights if given.

@@ -32,14 +32,14 @@ def test_causal_weights_by_multiplication_reproduce_the_book():
     causal = student("causal")
     weights = run(causal.causal_weights_by_multiplication, book_scores(), 2)
     expect_book(weights, CAUSAL_WEIGHTS, "weights", "weights = causal_weights_by_multiplication(attn_scores, d_k=2)"
-                " for the scores of the seed-789 SelfAttention_v2(3, 2)")
+                " for the scores of the seed-789 SelfAttention_v2(3, 2)", causal=True)
 
 
 def test_causal_weights_by_fill_reproduce_the_book():
     causal = student("causal")
     weights = run(causal.causal_weights_by_fill, book_scores(), 2)
     expect_book(weights, CAUSAL_WEIGHTS, "weights", "weights = causal_weights_by_fill(attn_scores, d_k=2)"
-                " for the scores of the seed-789 SelfAttention_v2(3, 2)")
+                " for the scores of the seed-789 SelfAttention_v2(3, 2)", causal=True)
 
 
 def test_both_mask_builders_hide_the_future_sum_to_one_and_agree_on_other_scores():

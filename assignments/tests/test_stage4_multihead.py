@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 
 from book import BATCH, GPT2_MHA_PARAMETERS, MHA, MHA_WRAPPER
-from lab_checks import expect, expect_book, expect_raises, expect_shape, run, student
+from lab_checks import expect, expect_book, expect_later_tokens_unseen, expect_raises, expect_shape, run, student
 
 pytestmark = pytest.mark.stage4
 
@@ -104,3 +104,11 @@ def test_pytorch_variant_keeps_the_shape_and_needs_d_in_equal_to_d_out():
     expect_raises(ValueError, mh.MultiHeadAttentionPyTorch, 4, 6, CONTEXT, 0.0, num_heads=2,
                   what=f"MultiHeadAttentionPyTorch(4, 6, {CONTEXT}, 0.0, num_heads=2)",
                   because=" (nn.MultiheadAttention needs d_in == d_out)")
+
+
+def test_pytorch_variant_never_lets_a_token_see_a_later_token():
+    mh = student("multihead")
+    module = run(mh.MultiHeadAttentionPyTorch, 6, 6, CONTEXT, 0.0, num_heads=2)
+    expect_later_tokens_unseen(module, 6, f"MultiHeadAttentionPyTorch(6, 6, {CONTEXT}, 0.0, num_heads=2)", hint=(
+        "nn.MultiheadAttention adds a float attn_mask to the scores; pass a bool mask (True = hidden) or -inf "
+        "above the diagonal (stage 3's float mask of 0s and 1s only adds 1 to the scores of later tokens)"))

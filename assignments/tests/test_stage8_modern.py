@@ -8,6 +8,7 @@ The speed check times your ``FastMultiHeadAttention`` against the kit's own fast
 the CPU, as the grader does.
 """
 import copy
+import inspect
 from types import SimpleNamespace
 
 import pytest
@@ -29,6 +30,86 @@ def x(*shape, seed=0):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
+# --- the order of the arguments ----------------------------------------------------------------
+
+# The arguments the checks (and the graders) pass by position. Stage 4's MultiHeadAttention and
+# FastMultiHeadAttention take dropout before num_heads; GroupedQueryAttention takes its heads first.
+POSITIONAL = {"GroupedQueryAttention": ("d_in", "d_out", "context_length", "num_heads", "num_kv_heads"),
+              "FastMultiHeadAttention": ("d_in", "d_out", "context_length", "dropout", "num_heads")}
+SIGNATURE = {
+    "GroupedQueryAttention": "GroupedQueryAttention(d_in, d_out, context_length, num_heads, num_kv_heads, "
+                             "dropout=0.0, qkv_bias=False)",
+    "FastMultiHeadAttention": "FastMultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)"}
+TRAP = {
+    "GroupedQueryAttention": "num_heads and num_kv_heads come before dropout here, unlike stage 4's "
+                             "MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads)",
+    "FastMultiHeadAttention": "dropout comes before num_heads here, as in stage 4's MultiHeadAttention, "
+                              "unlike GroupedQueryAttention(d_in, d_out, context_length, num_heads, num_kv_heads, "
+                              "dropout=0.0)"}
+# Words of the errors that arguments in the wrong places give: "got multiple values for argument 'dropout'",
+# "missing 1 required positional argument", "float modulo" (num_heads = 0.0), "dropout probability has to be
+# between 0 and 1", "... must be divisible by num_heads".
+ARGUMENT_WORDS = ("argument", "head", "dropout", "probability", "modulo", "divisible", "integer")
+
+
+def _your_arguments(cls):
+    """The names your class's ``__init__`` takes by position (after self), or None when they cannot be read."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _order_problem(name, cls):
+    """What is wrong with the order of your ``__init__``'s arguments, as far as their names tell; else None."""
+    yours = _your_arguments(cls)
+    if yours is None:
+        return None
+    contract = POSITIONAL[name]
+    known = contract + ("dropout",)
+    swapped = [(mine, theirs) for mine, theirs in zip(yours, contract) if mine != theirs and mine in known]
+    if not swapped:
+        return None
+    mine, theirs = swapped[0]
+    return (f"your {name} takes ({', '.join(yours)}), but the contract is {SIGNATURE[name]}; the checks pass the "
+            f"first five by position, as the graders do, so your {mine} would get the value meant for {theirs}: "
+            f"{TRAP[name]}")
+
+
+def _order_hint(name, cls):
+    """For ``run``: a reminder of the order of the arguments when ``cls(...)`` raised an error about them and
+    the names of your arguments do not show that their order is right."""
+    def hint(exc):
+        yours = _your_arguments(cls)
+        if yours is not None and all(n in yours for n in POSITIONAL[name]):
+            return None  # in the contract's order (else _build had failed): the error is elsewhere
+        if not isinstance(exc, (TypeError, ValueError, ZeroDivisionError)):
+            return None
+        if not any(word in str(exc).lower() for word in ARGUMENT_WORDS):
+            return None
+        return (f"(check the order of the arguments: the checks call {SIGNATURE[name]}, the first five by "
+                f"position; {TRAP[name]})")
+    return hint
+
+
+def _build(name, *args, **kwargs):
+    """Your ``modern.<name>(*args, **kwargs)``: a failure names an order of the arguments unlike the contract's."""
+    cls = getattr(student("modern"), name)
+    shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+    problem = _order_problem(name, cls)
+    expect(problem is None, f"{name}({shown}): {problem}")
+    return run(cls, *args, hint=_order_hint(name, cls), **kwargs)
+
+
+def _expect_build_raises(error, name, *args, what, because):
+    """``expect_raises`` for your ``modern.<name>(*args)``, with the same care for the order of the arguments."""
+    cls = getattr(student("modern"), name)
+    problem = _order_problem(name, cls)
+    expect(problem is None, f"{what}: {problem}")
+    expect_raises(error, cls, *args, what=what, because=because, hint=_order_hint(name, cls))
+
+
 # --- your layers, checked --------------------------------------------------------------------
 
 def _kv_linear(layer, d_in, d_out, heads, kv_heads, bias, what):
@@ -44,8 +125,7 @@ def _kv_linear(layer, d_in, d_out, heads, kv_heads, bias, what):
 
 def _gqa(heads=HEADS, kv_heads=KV_HEADS, bias=True, d=DIM, dropout=0.0):
     """Your GroupedQueryAttention(d, d, CONTEXT, heads, kv_heads), in eval mode, and its four layers checked."""
-    module = run(student("modern").GroupedQueryAttention, d, d, CONTEXT, heads, kv_heads, dropout=dropout,
-                 qkv_bias=bias)
+    module = _build("GroupedQueryAttention", d, d, CONTEXT, heads, kv_heads, dropout=dropout, qkv_bias=bias)
     module.eval()
     call = f"GroupedQueryAttention({d}, {d}, {CONTEXT}, num_heads={heads}, num_kv_heads={kv_heads}, qkv_bias={bias})"
     layers = [expect_linear(getattr(module, "W_query", None), d, d, f"{call}.W_query", bias=bias),
@@ -142,7 +222,7 @@ def test_repeat_kv_repeats_each_key_value_head_for_its_group_in_order():
 
 def test_key_and_value_projections_have_num_kv_heads_times_head_dim_outputs():
     for d_in, d_out, heads, kv_heads, bias in ((16, 16, 4, 2, False), (16, 16, 4, 1, True), (6, 12, 6, 3, True)):
-        module = run(student("modern").GroupedQueryAttention, d_in, d_out, CONTEXT, heads, kv_heads, qkv_bias=bias)
+        module = _build("GroupedQueryAttention", d_in, d_out, CONTEXT, heads, kv_heads, qkv_bias=bias)
         call = f"GroupedQueryAttention({d_in}, {d_out}, {CONTEXT}, num_heads={heads}, num_kv_heads={kv_heads}, " \
                f"qkv_bias={bias})"
         expect_linear(getattr(module, "W_query", None), d_in, d_out, f"{call}.W_query", bias=bias)
@@ -188,16 +268,15 @@ def test_mqa_and_gqa_equal_nn_multihead_attention_with_key_value_heads_repeated(
 
 
 def test_heads_that_do_not_divide_raise_value_error():
-    modern = student("modern")
-    expect_raises(ValueError, modern.GroupedQueryAttention, DIM, 6, CONTEXT, 4, 2,
-                  what=f"GroupedQueryAttention({DIM}, 6, {CONTEXT}, num_heads=4, num_kv_heads=2)",
-                  because=" (d_out 6 is not divisible by 4 heads)")
-    expect_raises(ValueError, modern.GroupedQueryAttention, DIM, DIM, CONTEXT, 4, 3,
-                  what=f"GroupedQueryAttention({DIM}, {DIM}, {CONTEXT}, num_heads=4, num_kv_heads=3)",
-                  because=" (4 query heads cannot be shared out among 3 key/value heads)")
-    expect_raises(ValueError, modern.FastMultiHeadAttention, 4, 6, CONTEXT, 0.0, 4,
-                  what=f"FastMultiHeadAttention(4, 6, {CONTEXT}, 0.0, num_heads=4)",
-                  because=" (d_out 6 is not divisible by 4 heads)")
+    _expect_build_raises(ValueError, "GroupedQueryAttention", DIM, 6, CONTEXT, 4, 2,
+                         what=f"GroupedQueryAttention({DIM}, 6, {CONTEXT}, num_heads=4, num_kv_heads=2)",
+                         because=" (d_out 6 is not divisible by 4 heads)")
+    _expect_build_raises(ValueError, "GroupedQueryAttention", DIM, DIM, CONTEXT, 4, 3,
+                         what=f"GroupedQueryAttention({DIM}, {DIM}, {CONTEXT}, num_heads=4, num_kv_heads=3)",
+                         because=" (4 query heads cannot be shared out among 3 key/value heads)")
+    _expect_build_raises(ValueError, "FastMultiHeadAttention", 4, 6, CONTEXT, 0.0, 4,
+                         what=f"FastMultiHeadAttention(4, 6, {CONTEXT}, 0.0, num_heads=4)",
+                         because=" (d_out 6 is not divisible by 4 heads)")
 
 
 # --- the KV cache -----------------------------------------------------------------------------
@@ -257,7 +336,7 @@ def test_a_cache_that_would_grow_past_context_length_raises_value_error():
 def _fast(heads, bias, dropout=0.0):
     """Your FastMultiHeadAttention(DIM, DIM, CONTEXT, dropout, heads), in eval mode, and nn.MultiheadAttention
     holding its weights: the row blocks of qkv as queries, keys, values, and out_proj."""
-    module = run(student("modern").FastMultiHeadAttention, DIM, DIM, CONTEXT, dropout, heads, qkv_bias=bias)
+    module = _build("FastMultiHeadAttention", DIM, DIM, CONTEXT, dropout, heads, qkv_bias=bias)
     module.eval()
     call = f"FastMultiHeadAttention({DIM}, {DIM}, {CONTEXT}, {dropout}, num_heads={heads}, qkv_bias={bias})"
     qkv = expect_linear(getattr(module, "qkv", None), DIM, 3 * DIM, f"{call}.qkv", bias=bias)
@@ -314,9 +393,9 @@ def test_fast_attention_dropout_is_off_in_eval_mode_only():
            "the dropout probability to F.scaled_dot_product_attention as dropout_p in training mode")
 
 
-def test_fast_attention_takes_at_most_1_2_times_as_long_as_the_kit_on_a_long_sequence():
+def test_speed_of_fast_attention_is_at_most_1_2_times_the_kits_on_a_long_sequence():
     width, tokens, heads = speed.SIZE["width"], speed.SIZE["tokens"], speed.SIZE["heads"]
-    module = run(student("modern").FastMultiHeadAttention, width, width, tokens, 0.0, heads)
+    module = _build("FastMultiHeadAttention", width, width, tokens, 0.0, heads)
     call = f"FastMultiHeadAttention({width}, {width}, {tokens}, 0.0, num_heads={heads})"
     expect_linear(getattr(module, "qkv", None), width, 3 * width, f"{call}.qkv", bias=False)
     expect_linear(getattr(module, "out_proj", None), width, width, f"{call}.out_proj")

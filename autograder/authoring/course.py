@@ -199,6 +199,12 @@ def stage_notebook(stage, solution: str, config=None) -> dict:
         _code(f"{stage.module}-code", notebooks.module_cell(stage.module, solution), solution=True),
         _markdown(f"{stage.module}-selfcheck-intro", SELF_CHECK_TEXT),
         _code(f"{stage.module}-selfcheck", SELF_CHECK.format(n=stage.number)),
+    ]
+    if stage.number in LOOK:
+        imported, shown = LOOK[stage.number]
+        cells += [_markdown(f"{stage.module}-look-intro", LOOK_TEXT),
+                  _code(f"{stage.module}-look", LOOK_CELL.format(module=stage.module, imported=imported, shown=shown))]
+    cells += [
         _markdown(f"{stage.module}-graded-intro", GRADED_TEXT.format(points=points, n=len(checks))),
     ]
     cells += [_code(c.id.replace(".", "-"), _grade_cell(c, stage.module), grade=True, points=c.points)
@@ -255,6 +261,39 @@ and say what is off; the hidden checks at the end test more than these.
 SELF_CHECK = """\
 import sys
 !{{sys.executable}} -m pytest -q -p no:cacheprovider -m stage{n} tests"""
+
+LOOK_TEXT = """\
+## Look at your attention
+
+Your own attention weights for the book's sentence, "Your journey starts with one step": row
+*i* is how much token *i* attends to each token. Each row must sum to 1; in a causal layer the
+outlined cells (the future) must stay 0, and any that do not are drawn in red.
+"""
+
+# stage -> (what to import from the stage's module, what to draw): a small layer on the book's inputs
+LOOK = {
+    1: ("attention_weights_all", "attention_weights_all"),
+    2: ("SelfAttention_v2", "SelfAttention_v2(3, 2)"),
+    3: ("CausalAttention", "CausalAttention(3, 2, 6, 0.0)"),
+    4: ("MultiHeadAttention", "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)"),
+    5: ("CausalAttentionWithBuffer", "CausalAttentionWithBuffer(3, 2, 6, 0.0)"),
+    6: ("SelfAttentionFused", "SelfAttentionFused(3)"),
+    7: ("scaled_dot_product_attention", "lambda x: scaled_dot_product_attention(x, x, x)[1]"),
+    8: ("GroupedQueryAttention", "GroupedQueryAttention(3, 4, 6, 2, 1)"),
+}
+
+LOOK_CELL = """\
+import sys
+import torch
+sys.path.insert(0, "tests")  # the public checks' folder holds the drawing helper
+from pictures import show_attention
+from attention_lab.{module} import {imported}
+
+torch.manual_seed(123)
+try:
+    display(show_attention({shown}))  # noqa: F821  (display: IPython's, in every notebook)
+except NotImplementedError as exc:
+    print(f"Not written yet ({{exc!r}}): fill in the code above, run its cell, then run this one again.")"""
 
 GRADED_TEXT = """\
 ## Graded checks ({points} points, {n} checks)

@@ -104,7 +104,7 @@ def classroom_workflow(config: CourseConfig | None = None, root: Path = KIT_ROOT
     return "\n".join(lines) + "\n"
 
 
-def handout_readme(config: CourseConfig) -> str:
+def handout_readme(config: CourseConfig, root: Path = KIT_ROOT) -> str:
     rows = "\n".join(f"| {n} | {STAGES[n].title} | `attention_lab/{STAGES[n].module}.py` | {config.max_points(n)} |"
                      for n in config.stages)
     return f"""\
@@ -119,7 +119,7 @@ modules of `attention_lab/`. Each module says what to write where it says `YOUR 
 
 ## Set up and check yourself
 
-    python -m pip install torch --index-url {CPU_WHEELS}
+    python -m pip install {torch_pin(root)} --index-url {CPU_WHEELS}
     python -m pip install -r requirements.txt
     python -m pytest -m stage1        # the public checks of stage 1; plain `pytest` runs every stage
 
@@ -136,7 +136,7 @@ than these.
 
 REQUIREMENTS = """\
 # What the handout needs. torch's CPU wheels are enough and far smaller than the default ones:
-#   python -m pip install torch --index-url {index}
+#   python -m pip install {torch} --index-url {index}
 {torch}
 numpy
 pytest
@@ -148,13 +148,14 @@ __pycache__/
 .pytest_cache/
 .ipynb_checkpoints/
 .venv/
+failed-pictures/
 """
 
 
 def template_files(config: CourseConfig | None = None, root: Path = KIT_ROOT) -> dict[Path, str]:
     """The files a template adds to the handout, relative path -> text."""
     config = config or CourseConfig()
-    return {WORKFLOW: classroom_workflow(config, root), Path("README.md"): handout_readme(config),
+    return {WORKFLOW: classroom_workflow(config, root), Path("README.md"): handout_readme(config, root),
             Path("requirements.txt"): REQUIREMENTS.format(index=CPU_WHEELS, torch=torch_pin(root)),
             Path(".gitignore"): GITIGNORE}
 

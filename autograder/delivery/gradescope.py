@@ -20,6 +20,7 @@ the image, then runs ``run_autograder`` as root for every submission, which must
 from __future__ import annotations
 
 import argparse
+import html
 import io
 import json
 import stat
@@ -112,14 +113,32 @@ def results_for(submission):
     stages = config.stages
     print(f"attention-lab: grading {submission}, stages {', '.join(map(str, stages))}, with the kit in {KIT_ROOT}")
     try:
-        graded = grade(submission, stages=set(stages), config=config)
+        graded = grade(submission, stages=set(stages), config=config, pictures=True)
     except SubmissionError as exc:
         print(f"attention-lab: cannot grade the submission: {exc}")  # for the staff: the detail
         return ungradable(f"Your submission could not be graded: {exc.student}", exc.student, stages, config)
     print(render_table(graded.results, graded.seconds))  # for the staff: stdout stays hidden from students
     for check_id, device, trace in graded.grader_errors:
         print(f"attention-lab: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
-    return graded.gradescope(leaderboard=config.leaderboard)
+    return pictures_inline(graded.gradescope(leaderboard=config.leaderboard))
+
+
+def pictures_inline(data: dict) -> dict:
+    """A failed check's pictures into its output, which becomes HTML (``output_format``): the
+    feedback as preformatted text, then each picture as an ``<img>`` with a ``data:`` URI, since
+    Gradescope shows a test's output and nothing else of it."""
+    from ..public.pictures import Picture
+
+    for test in data.get("tests", []):
+        extra = test.get("extra_data", {})
+        drawn = extra.pop("pictures", None)
+        if not extra:
+            test.pop("extra_data", None)
+        if drawn:
+            test["output"] = (f"<pre>{html.escape(test['output'])}</pre>" + "".join(
+                Picture(p["svg"], test["name"], kind=p["kind"], flagged=p["flagged"]).html() for p in drawn))
+            test["output_format"] = "html"
+    return data
 
 
 def main(argv=None):

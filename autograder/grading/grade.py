@@ -1,6 +1,7 @@
 """Grade a submission: plan the probe tasks, run them in the child, judge what comes back."""
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from .config import CourseConfig
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
 from .judging import described
+from .pictures import draw
 from .registry import Context, Fail, Note
 from .results import ERROR, FAILED, GRADER_ERROR, PASSED, CheckResult, Graded
 
@@ -72,11 +74,13 @@ def judge(check, obs, golden, device) -> Verdict:
     return Verdict(PASSED, note if isinstance(note, str) else "")
 
 
-def grade(submission, stages=None, devices=None, timeout_s=None, server=None, config=None):
+def grade(submission, stages=None, devices=None, timeout_s=None, server=None, config=None, pictures=False):
     """Grade ``submission`` (a path: see ``intake.submission``), in children forked by ``server``
     (a ``ForkServer``; by default one of its own). ``stages`` default to the stages the course
     teaches (``config``, a ``CourseConfig``; by default every stage), and of a notebook
     submission to those its notebooks hold; points are the course's.
+
+    ``pictures``: also draw the student's observations (``grading.pictures``), per check.
 
     Raises SubmissionError when the submission cannot be graded at all, GradingError when the
     grader itself failed."""
@@ -95,7 +99,24 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
         verdicts = {d: judge(c, run.observations.get(Task("probe", c.probe, d)), golden.get(c.probe), d) for d in ran}
         errors += [(c.id, d, v.trace) for d, v in verdicts.items() if v.status == ERROR]
         results.append(combine(c, verdicts, [d for d in c.devices if d not in devices]))
-    return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, sub.notes)
+    drawn = draw_all(checks, run.observations) if pictures else {}
+    return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, sub.notes, drawn)
+
+
+def draw_all(checks, observations) -> dict:
+    """probe -> the pictures of its observation on cpu (the checks that share a probe share its
+    pictures). A picture that cannot be drawn is left out: pictures explain a verdict and never
+    decide one."""
+    drawn = {}
+    for c in checks:
+        obs = observations.get(Task("probe", c.probe, "cpu"))
+        if c.probe in drawn or obs is None:
+            continue
+        try:
+            drawn[c.probe] = draw(c, obs)
+        except Exception as exc:  # noqa: BLE001  (a bug in a drawing costs a picture, not a grade)
+            print(f"attention-lab: no picture for {c.id}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return {probe: found for probe, found in drawn.items() if found}
 
 
 def combine(check, verdicts, skipped):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..curriculum import STAGES
 from .config import CourseConfig
+from .registry import registry
 
 PASSED, FAILED, ERROR = "passed", "failed", "error"  # ERROR: the grader's own fault, graded again later
 
@@ -67,6 +68,30 @@ class Graded:
     origins: dict = field(default_factory=dict)  # module -> where its code came from (a file, a notebook)
     grader_errors: list = field(default_factory=list)  # (check id, device, traceback): for the instructor
     notes: list = field(default_factory=list)  # what the student should know about what was graded
+    pictures: dict = field(default_factory=dict)  # probe -> [public.pictures.Picture] (grade(pictures=True))
+
+    @staticmethod
+    def _extra(result, drawn) -> dict:
+        """A test's ``extra_data``: a grader error's mark, and a failed check's pictures (SVG text),
+        which the Gradescope runner shows inline and nbgrader import under the grade cell."""
+        extra = {"grader_error": True} if result.status == ERROR else {}
+        if not result.passed and drawn.get(result.id):
+            extra["pictures"] = [{"kind": p.kind, "flagged": p.flagged, "svg": p.svg} for p in drawn[result.id]]
+        return extra
+
+    def pictures_of(self) -> dict:
+        """check id -> its pictures: a probe's pictures go with the first of its checks that failed
+        (where the student looks), or with its first check when all passed."""
+        placed, by_probe = {}, {}
+        for r in self.results if self.pictures else []:
+            check = registry().get(r.id)
+            if check is not None:
+                by_probe.setdefault(check.probe, []).append(r)
+        for probe, found in self.pictures.items():
+            results = by_probe.get(probe, [])
+            if results:
+                placed[next((r for r in results if not r.passed), results[0]).id] = found
+        return placed
 
     @property
     def regrade(self):
@@ -85,6 +110,7 @@ class Graded:
         Gradescope knows a test's status as passed or failed only, so a check the grader failed on
         is "failed" with ``extra_data.grader_error`` set, and the top level's ``extra_data.regrade``
         lists them: what a fixed kit must grade again."""
+        drawn = self.pictures_of()
         data = {
             "score": sum(r.points for r in self.results),
             "execution_time": round(self.seconds, 2),
@@ -99,7 +125,7 @@ class Graded:
                     "output": r.feedback,
                     "visibility": r.visibility,
                     "tags": [f"stage {r.stage}", r.kind],
-                    **({"extra_data": {"grader_error": True}} if r.status == ERROR else {}),
+                    **({"extra_data": extra} if (extra := self._extra(r, drawn)) else {}),
                 }
                 for r in self.results
             ],

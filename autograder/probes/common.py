@@ -13,6 +13,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..public.book import BATCH, INPUTS  # noqa: F401  (the chapter's inputs: public data the probes use)
 from ..public.feedback import error_record, problem
+from ..public.pictures import attention_of
 
 SUBMISSION_ROOT = Path(".")  # set by Lab: where the student's files are, to locate errors in them
 
@@ -168,6 +169,18 @@ def qkv_weights(d_in, d_out, seed, bias, prefix=""):
 def forward(module, x):
     # Every call gets its own copy: an in-place edit of x must not leak into later probes.
     return plain(module(x.clone()), "the output of forward")
+
+
+def seen_weights(build, x, device):
+    """The attention weights a freshly built layer computes for ``x`` (the book's sentence), for the
+    pictures of a report: no check judges them, and a layer whose weights cannot be seen only
+    goes without a picture. On cpu only: a picture needs values."""
+    if device != "cpu":
+        return None
+    _, weights = attention_of(build().to(device).eval(), x.clone())
+    if weights is None:
+        raise ProbeError("no attention weights could be seen (no softmax over a square matrix of scores)")
+    return plain(weights, "the attention weights")
 
 
 def shape_report(build, cfg, device, dtype=torch.float32):

@@ -1,7 +1,8 @@
 """Stage 2 probes: self-attention with trainable weights."""
 import torch
 
-from .common import INPUTS, Probes, attempt, forward, gradient_report, load_by_name, plain, qkv_weights, randn
+from .common import (INPUTS, Probes, attempt, forward, gradient_report, load_by_name, plain, qkv_weights, randn,
+                     seen_weights)
 
 PROBES = Probes()
 
@@ -28,22 +29,22 @@ def one_query(lab, device):
 
 
 def _seeded(lab, cls_name, seed, device):
-    def run():
+    def build():
         torch.manual_seed(seed)
-        module = getattr(lab.self_attention, cls_name)(3, 2)
-        return forward(module.to(device), INPUTS.to(device))
+        return getattr(lab.self_attention, cls_name)(3, 2)
 
-    return attempt(run)
+    return {"out": attempt(lambda: forward(build().to(device), INPUTS.to(device))),
+            "weights": attempt(seen_weights, build, INPUTS, device)}
 
 
 @PROBES.add("s2.v1.seeded")
 def v1_seeded(lab, device):
-    return {"out": _seeded(lab, "SelfAttention_v1", 123, device)}
+    return _seeded(lab, "SelfAttention_v1", 123, device)
 
 
 @PROBES.add("s2.v2.seeded")
 def v2_seeded(lab, device):
-    return {"out": _seeded(lab, "SelfAttention_v2", 789, device)}
+    return _seeded(lab, "SelfAttention_v2", 789, device)
 
 
 V1_WEIGHTS = {name: randn(D_IN, D_OUT, seed=50 + i, scale=0.5)

@@ -4,7 +4,7 @@ import torch.nn as nn
 
 from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, INPUTS, Probes, attempt, device_report, dropout_report,
                      dropout_weights, eval_report, forward, gradient_report, leak_report, load_by_name, plain,
-                     qkv_weights, randn, shape_reports, state_dict_report)
+                     qkv_weights, randn, seen_weights, shape_reports, state_dict_report)
 
 PROBES = Probes()
 
@@ -51,12 +51,12 @@ def build_causal(lab, cls_name="CausalAttention", module="causal"):
 
 @PROBES.add("s3.causal.seeded")
 def causal_seeded(lab, device):
-    def run():
+    def build():
         torch.manual_seed(123)
-        module = lab.causal.CausalAttention(3, 2, 6, 0.0)
-        return forward(module.to(device), BATCH.to(device))
+        return lab.causal.CausalAttention(3, 2, 6, 0.0)
 
-    return {"out": attempt(run)}
+    return {"out": attempt(lambda: forward(build().to(device), BATCH.to(device))),
+            "weights": attempt(seen_weights, build, BATCH[:1], device)}
 
 
 X = randn(2, 6, D_IN, seed=4)  # 6 tokens in a context of 8

@@ -4,7 +4,7 @@ import torch.nn as nn
 
 from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, attempt, device_report, dropout_report,
                      dropout_weights, eval_report, forward, gradient_report, leak_report, linear_weights, load_by_name,
-                     qkv_weights, raised, randn, shape_reports)
+                     qkv_weights, raised, randn, seen_weights, shape_reports)
 from .stage3 import D_IN, X
 
 PROBES = Probes()
@@ -22,12 +22,12 @@ def build_mha(lab, cls_name, d_out_default=4):
 
 
 def _seeded(lab, cls_name, device):
-    def run():
+    def build():
         torch.manual_seed(123)
-        module = getattr(lab.multihead, cls_name)(3, 2, 6, 0.0, num_heads=2)
-        return forward(module.to(device), BATCH.to(device))
+        return getattr(lab.multihead, cls_name)(3, 2, 6, 0.0, num_heads=2)
 
-    return {"out": attempt(run)}
+    return {"out": attempt(lambda: forward(build().to(device), BATCH.to(device))),
+            "weights": attempt(seen_weights, build, BATCH[:1], device)}
 
 
 @PROBES.add("s4.wrapper.seeded")

@@ -211,6 +211,8 @@ def cache(lab, device):
         return raised(lambda: module(Y[:, :CONTEXT - 5].to(device).clone(), kept), any_error=True)  # 6 + 5 > CONTEXT
 
     return {"steps": attempt(lambda: decode(cached(), X, one_by_one, device, "one token at a time")),
+            # the same layer's own full forward: a report's picture of each decoded position's error
+            "full": attempt(lambda: plain(split(cached()(X.to(device).clone()))[0], "the output of the full forward")),
             "pieces": attempt(lambda: decode(cached(), X, PIECES, device, "in pieces")["out"]),
             "reset": attempt(reset), "overflow": attempt(overflow)}
 

@@ -66,6 +66,11 @@ class GroupedQueryAttention(nn.Module):
 
     Feeding a sequence in pieces, each piece with the cache from the one before, gives the same
     outputs as feeding it whole. Raises ``ValueError`` when ``past + n`` exceeds ``context_length``.
+
+    Mind the order of the arguments: ``num_heads`` and ``num_kv_heads`` come before ``dropout``
+    here, unlike stage 4's ``MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads)``
+    and ``FastMultiHeadAttention`` below. A positional call in stage 4's order puts the dropout
+    where ``num_heads`` belongs; pass ``dropout=`` by name.
     """
 
     def __init__(self, d_in, d_out, context_length, num_heads, num_kv_heads, dropout=0.0, qkv_bias=False):
@@ -122,9 +127,11 @@ class GroupedQueryAttention(nn.Module):
 class FastMultiHeadAttention(nn.Module):
     """Stage 4's ``MultiHeadAttention``, as fast as PyTorch can run it.
 
-    The same contract: ``FastMultiHeadAttention(d_in, d_out, context_length, dropout, num_heads,
-    qkv_bias=False)``, ``forward(x)`` returns (batch, num_tokens, d_out), causal, dropout on the
-    attention weights, ``ValueError`` when ``d_out`` is not divisible by ``num_heads``. The layers:
+    The same contract, in stage 4's order of arguments (``dropout`` before ``num_heads``, unlike
+    ``GroupedQueryAttention`` above): ``FastMultiHeadAttention(d_in, d_out, context_length,
+    dropout, num_heads, qkv_bias=False)``, ``forward(x)`` returns (batch, num_tokens, d_out),
+    causal, dropout on the attention weights, ``ValueError`` when ``d_out`` is not divisible by
+    ``num_heads``. The layers:
 
     - ``qkv``: one ``nn.Linear(d_in, 3 * d_out, bias=qkv_bias)``, whose weight is stage 4's three
       stacked, ``[W_query; W_key; W_value]``;

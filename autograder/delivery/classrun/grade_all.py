@@ -117,8 +117,9 @@ def grade_one(entry, key, server, timeout_s, config):
     """An Outcome for ``entry``; never raises for the student's sake."""
     bookkeeping = {"student": entry.student, "source": entry.path.name, **key}
     try:
+        # pictures: a failed check's record carries them, for nbgrader import's feedback
         graded = grade(entry.path, stages=set(key["stages"]), devices=key["devices"], timeout_s=timeout_s,
-                       server=server, config=config)
+                       server=server, config=config, pictures=True)
     except SubmissionError as exc:
         record = Record.not_graded(f"Not graded: {exc.student}", exc.student, key["stages"], bookkeeping, config)
         return Outcome(entry, record, str(exc))  # the record is the student's; the detail is for the log

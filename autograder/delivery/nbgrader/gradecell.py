@@ -18,7 +18,7 @@ import io
 import warnings
 from pathlib import Path
 
-_graded: dict = {}  # (stage, code fingerprint) -> {check id: CheckResult}
+_graded: dict = {}  # (stage, code fingerprint) -> ({check id: CheckResult}, {check id: [Picture]})
 
 
 def check(check_id: str, folder: str = ".") -> tuple[bool, str]:
@@ -33,22 +33,36 @@ def check(check_id: str, folder: str = ".") -> tuple[bool, str]:
         if found is None:
             return False, f"unknown check {check_id!r}: the course was made by another version of attention-lab"
         try:
-            result = _stage_results(found.stage, Path(folder))[check_id]
+            results, pictures = _stage_results(found.stage, Path(folder))
+            result = results[check_id]
         except GradingError as exc:
             return False, f"the grader itself failed, not your code: {exc}"
     if result.passed:
         measured = result.feedback.partition("\n")[2]  # what a passing check measured, such as a speed ratio
         print(f"passed: {found.title} ({found.points} of {found.points})" + (f"\n{measured}" if measured else ""))
+    else:
+        _show(pictures.get(check_id, []))
     return result.passed, f"{found.title}: {result.feedback}"
 
 
-def _stage_results(stage: int, folder: Path) -> dict:
+def _show(drawn):
+    """A failed check's pictures, displayed in the cell (and so in nbgrader's feedback HTML)."""
+    if drawn:
+        try:
+            from IPython.display import display
+        except ImportError:  # not in a notebook: the feedback text says it all
+            return
+        for picture in drawn:
+            display(picture)
+
+
+def _stage_results(stage: int, folder: Path) -> tuple:
     key = (stage, _fingerprint(folder / "attention_lab"))
     if key not in _graded:
         from ...grading.grade import grade
 
-        graded = grade(folder / "attention_lab", stages={stage})  # the files the kernel wrote
-        _graded[key] = {r.id: r for r in graded.results}
+        graded = grade(folder / "attention_lab", stages={stage}, pictures=True)  # the files the kernel wrote
+        _graded[key] = ({r.id: r for r in graded.results}, graded.pictures_of())
     return _graded[key]
 
 

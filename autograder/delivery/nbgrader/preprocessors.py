@@ -70,7 +70,10 @@ class TrustedOutputs(NbGraderPreprocessor):
             measured = test["output"].partition("\n")[2]  # what a passing check measured, such as a speed
             return [new_output("stream", name="stdout", text=f"passed ({test['score']} of {test['max_score']})"
                                + (f"\n{measured}" if measured else "") + "\n")]
-        return [_error("AssertionError", f"{test['name'].partition(': ')[2] or test['name']}: {test['output']}")]
+        shown = [new_output("display_data", data={"image/svg+xml": p["svg"], "text/plain": "a picture of your output"})
+                 for p in test.get("extra_data", {}).get("pictures", [])]  # nbconvert's feedback HTML inlines them
+        return shown + [_error("AssertionError",
+                               f"{test['name'].partition(': ')[2] or test['name']}: {test['output']}")]
 
 
 def _error(name, text):

@@ -1,0 +1,202 @@
+"""Pictures of a student's own observations, for the report, Gradescope and nbgrader feedback.
+
+A picture is drawn from what the student's code returned (``run.observations``) and from the
+rule it must follow (the causal triangle, the scale of dropout), never from a hidden expected
+value: where the reference's numbers are hidden, a picture shows the student's numbers and the
+rule; only the book's printed examples, public already, are drawn beside the student's.
+
+``draw(check, obs)`` gives the pictures of one check: a list, empty where a picture would say
+nothing that the feedback does not.
+"""
+from __future__ import annotations
+
+import html
+
+import torch
+
+from ..probes.common import DROPOUT_P
+from ..public import book
+from ..public.pictures import TOKENS, Picture, bars, heatmap, weight_pictures
+
+LEAK_LIMIT = 1e-6  # |d out[t] / d x[s]| relative to the largest: what the leak judge counts as a leak
+
+
+def _tensor(obs, *keys):
+    """``obs[k1][k2]...`` when it is a tensor with values, else None (an error record, a list...)."""
+    for key in keys:
+        if not isinstance(obs, dict) or key not in obs:
+            return None
+        obs = obs[key]
+    return obs if type(obs) is torch.Tensor and obs.numel() and obs.device.type != "meta" else None
+
+
+def leak_map(obs, what) -> list[Picture]:
+    """Which output position depends on which input position (the Jacobian's blocks), the future
+    outlined, and the cells where the student's layer leaks in red."""
+    jac = _tensor(obs, "jacobian")
+    if jac is None or jac.dim() != 2 or jac.shape[0] != jac.shape[1] or not bool(jac.isfinite().all()):
+        return []
+    n = jac.shape[0]
+    future = torch.ones(n, n, dtype=torch.bool).triu(1)
+    top = float(jac.abs().max()) or 1.0
+    leaking = future & (jac.abs() > LEAK_LIMIT * top)
+    note = (f"red: output t depends on a later input s ({int(leaking.sum())} cells); outlined cells must be 0"
+            if leaking.any() else "no output depends on a later input: the outlined future is all 0")
+    return [heatmap(jac.abs(), [f"out {t}" for t in range(n)], [f"x {s}" for s in range(n)],
+                    f"{what}: the leak map, |d out[t] / d x[s]|", forbidden=future, flagged=leaking, note=note,
+                    row_axis="output", col_axis="input", kind="leak")]
+
+
+def dropout_map(obs, what) -> list[Picture]:
+    """The first sequence's attention weights in train mode, as multiples of the weight each
+    visible token had before dropout (1/(t+1) in row t): 0 where dropped, 1/(1-p) where kept."""
+    out = _tensor(obs, "out")
+    if out is None or out.dim() != 3 or out.shape[-1] != out.shape[-2] + 1:
+        return []
+    T = out.shape[1]
+    n = min(T, 16)  # enough rows to see the pattern
+    ratio = (out[0, :n, :n].double() * torch.arange(1, n + 1, dtype=torch.float64).view(n, 1))
+    future = torch.ones(n, n, dtype=torch.bool).triu(1)
+    kept = ~future & (ratio != 0)
+    scale = 1 / (1 - DROPOUT_P)
+    seen = float(ratio[kept].median()) if kept.any() else 0.0
+    dropped = float(1 - kept.sum() / (~future).sum())
+    misscaled = kept & ((ratio - scale).abs() > 1e-3 * scale)  # kept, but not scaled by 1/(1-p)
+    return [heatmap(ratio, list(range(n)), list(range(n)), f"{what}: dropout on the weights (p = {DROPOUT_P})",
+                    forbidden=future, flagged=(future & (ratio != 0)) | misscaled, scale=max(scale, seen, 1e-9),
+                    kind="dropout",
+                    note=f"white: dropped ({dropped:.0%} of {n} rows; about {DROPOUT_P:.0%} should be); kept "
+                         f"weights x{seen:.3f} their value before dropout (should be 1/(1-p) = {scale:.3f}); red: "
+                         "a weight in the future, or kept at another scale")]
+
+
+def cache_errors(obs, what) -> list[Picture]:
+    """How far each position decoded with the cache is from the same layer's full forward."""
+    steps, full = _tensor(obs, "steps", "out"), _tensor(obs, "full")
+    if steps is None or full is None or steps.shape != full.shape or steps.dim() != 3:
+        return []
+    error = (steps.double() - full.double()).abs().amax(dim=(0, 2))
+    return [bars(error, [str(t) for t in range(len(error))], f"{what}: decoded one token at a time vs the full forward",
+                 limit=1e-4 * max(1.0, float(full.abs().max())), axis="position decoded", kind="cache",
+                 note="each bar: the largest difference at that position; every bar should be ~0")]
+
+
+def book_weights(obs, title, expected, causal) -> list[Picture]:
+    weights = _tensor(obs, "book")
+    if weights is None or weights.dim() != 2 or tuple(weights.shape) != tuple(expected.shape):
+        return []
+    return list(weight_pictures(weights, TOKENS, title, causal=causal, expected=expected))
+
+
+def seen_weights(obs, title, causal) -> list[Picture]:
+    weights = _tensor(obs, "weights")
+    if weights is None or weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
+        return []
+    return list(weight_pictures(weights, TOKENS, title, causal=causal))
+
+
+def padded_weights(obs, what) -> list[Picture]:
+    """``masked_softmax`` with a padding mask: the padded keys' columns outlined (they must get 0),
+    red where the student's weights give them any."""
+    from ..probes.stage6 import KEYS  # the kit's own input (which keys are padding): the rule, no answer
+
+    weights = _tensor(obs, "keys")
+    if weights is None or weights.dim() != 3 or tuple(weights.shape) != (len(KEYS), KEYS.shape[-1], KEYS.shape[-1]):
+        return []
+    b = 1  # the sequence whose last two keys are padding
+    w = weights[b].double()
+    padded = (KEYS[b] == 0).expand_as(w)
+    return [heatmap(w, list(range(w.shape[0])), ["pad" if p else str(j) for j, p in enumerate(KEYS[b] == 0)],
+                    f"{what}: your weights with padded keys (a sequence of 3 tokens and 2 pads)", forbidden=padded,
+                    flagged=padded & (w.abs() > 1e-6), scale=1.0, kind="weights",
+                    note=_row_sums(w) + "outlined: padded keys, which must get 0; each row sums to 1 over the real keys")]
+
+
+def _row_sums(w):
+    """What is off about the rows' sums, as the start of a note ("" when every row sums to 1)."""
+    off = [i for i, s in enumerate(w.sum(-1).tolist()) if not abs(s - 1) <= 1e-3]
+    return f"row {off[0]} sums to {w[off[0]].sum():.2f}; " if off else ""
+
+
+def sdpa_weights(obs, what) -> list[Picture]:
+    """The weights returned by stage 7's scaled_dot_product_attention, for the subsequent-mask case."""
+    weights = _tensor(obs, "pattern", "weights")
+    if weights is None or weights.dim() < 2:
+        return []
+    return list(weight_pictures(weights, (), f"{what}: your weights (a subsequent-mask case)", causal=False))[:2]
+
+
+def encoding_table(obs, what) -> list[Picture]:
+    table = _tensor(obs, "table")
+    if table is None or table.dim() != 3 or not bool(table.isfinite().all()):
+        return []
+    return [heatmap(table[0].double() + 1, list(range(table.shape[1])), list(range(table.shape[2])),
+                    f"{what}: your positional-encoding table (+1, so that -1..1 reads 0..2)", scale=2.0,
+                    note="rows: positions; columns: dimensions; sines and cosines of falling frequency",
+                    row_axis="position", col_axis="dimension", kind="encoding")]
+
+
+def kept_and_lost(obs, what) -> list[Picture]:
+    """A state_dict check: which tensors were saved, and whether the mask came back."""
+    keys = obs.get("keys") if isinstance(obs, dict) else None
+    if not isinstance(keys, list):
+        return []
+    saved = sorted(str(k) for k in keys)
+    missing = [] if any(k.endswith("mask") for k in saved) else ["mask"]
+    rows = [(k, True) for k in saved] + [(k, False) for k in missing]
+    return [_listing(rows, f"{what}: what the state_dict holds", "saved", "not saved: lost on reload")]
+
+
+def _listing(rows, title, yes, no) -> Picture:
+    height = 30 + 18 * len(rows)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="420" height="{height}" viewBox="0 0 420 {height}">',
+             f'<rect width="420" height="{height}" fill="white"/>',
+             f'<text x="8" y="16" font-size="13" font-weight="bold" font-family="sans-serif">{_esc(title)}</text>']
+    for i, (name, ok) in enumerate(rows):
+        y = 36 + 18 * i
+        colour = "#2ca02c" if ok else "#d62728"
+        parts.append(f'<circle cx="16" cy="{y - 4}" r="5" fill="{colour}"/>'
+                     f'<text x="28" y="{y}" font-size="11" font-family="monospace">{_esc(name)}</text>'
+                     f'<text x="260" y="{y}" font-size="11" fill="{colour}" font-family="sans-serif">'
+                     f'{_esc(yes if ok else no)}</text>')
+    parts.append("</svg>")
+    return Picture("".join(parts), title, kind="state_dict", flagged=sum(1 for _, ok in rows if not ok))
+
+
+def _esc(text):
+    return html.escape(str(text))
+
+
+# probe -> how to draw its observation (what: the name of the student's callable)
+DRAW = {
+    "s1.attention_weights_all": lambda o: book_weights(o, "attention_weights_all(inputs)", book.ATTN_WEIGHTS, False),
+    "s3.mask_multiply": lambda o: book_weights(o, "causal_weights_by_multiplication", book.CAUSAL_WEIGHTS, True),
+    "s3.mask_fill": lambda o: book_weights(o, "causal_weights_by_fill", book.CAUSAL_WEIGHTS, True),
+    "s2.v1.seeded": lambda o: seen_weights(o, "SelfAttention_v1(3, 2), seed 123", False),
+    "s2.v2.seeded": lambda o: seen_weights(o, "SelfAttention_v2(3, 2), seed 789", False),
+    "s3.causal.seeded": lambda o: seen_weights(o, "CausalAttention(3, 2, 6, 0.0), seed 123", True),
+    "s4.wrapper.seeded": lambda o: seen_weights(o, "MultiHeadAttentionWrapper, seed 123", True),
+    "s4.mha.seeded": lambda o: seen_weights(o, "MultiHeadAttention, seed 123", True),
+    "s6.softmax": lambda o: padded_weights(o, "masked_softmax"),
+    "s7.sdpa": lambda o: sdpa_weights(o, "scaled_dot_product_attention"),
+    "s7.pe.table": lambda o: encoding_table(o, "PositionalEncoding"),
+    "s8.cache": lambda o: cache_errors(o, "GroupedQueryAttention"),
+    "s3.causal.state_dict": lambda o: kept_and_lost(o, "CausalAttention"),
+}
+NAMES = {"s3.causal": "CausalAttention", "s4.mha": "MultiHeadAttention", "s4.pytorch": "MultiHeadAttentionPyTorch",
+         "s4.wrapper": "MultiHeadAttentionWrapper", "s6.masked": "MaskedSelfAttention",
+         "s6.mhsa": "MultiHeadSelfAttention", "s7.mha": "MultiHeadedAttention", "s7.decoder": "DecoderLayer",
+         "s8.gqa": "GroupedQueryAttention", "s8.fast": "FastMultiHeadAttention"}
+
+
+def draw(check, obs) -> list[Picture]:
+    """The pictures of ``check`` for the student's observation ``obs`` (of its probe, on cpu)."""
+    probe = check.probe
+    owner = NAMES.get(probe.rsplit(".", 1)[0], probe)
+    if probe in DRAW:
+        return DRAW[probe](obs)
+    if probe.endswith(".leak"):
+        return leak_map(obs, owner)
+    if probe.endswith(".dropout"):
+        return dropout_map(obs, owner)
+    return []

@@ -1,0 +1,294 @@
+"""Pictures of attention, drawn as SVG by the standard library: who attends to whom.
+
+One drawing code for every place a student meets feedback: the stage notebooks and the handout
+(``show_attention``), a failed public self-check (saved as a file), and the grader's report,
+Gradescope and nbgrader feedback (from the trusted side). SVG, not matplotlib: the handout needs
+nothing but torch and pytest, a picture is a few kilobytes of text that any browser, notebook or
+HTML page shows inline, and the cells' colours and outlines are exact.
+
+Only torch and the standard library here: the build copies this file beside the public checks.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import math
+from pathlib import Path
+
+import torch
+
+# "Your journey starts with one step": the book's sentence, one token per row of its inputs.
+TOKENS = ("Your", "journey", "starts", "with", "one", "step")
+CELL = 34
+FLAG = "#d62728"  # a cell that breaks the rule: red, whatever the colour scale says
+RULE = "#555555"  # the outline of cells the rule forbids
+
+
+class Picture:
+    """An SVG picture with a title and a caption; notebooks show it inline (``_repr_svg_``)."""
+
+    def __init__(self, svg: str, title: str = "", caption: str = "", kind: str = "", flagged: int = 0):
+        self.svg, self.title, self.caption = svg, title, caption
+        self.kind, self.flagged = kind, flagged  # what it shows ("leak", "weights", ...); cells in red
+
+    def _repr_svg_(self):
+        return self.svg
+
+    def data_uri(self) -> str:
+        """The picture as an ``<img src=...>`` value: an HTML page or feedback holds it inline."""
+        return "data:image/svg+xml;base64," + base64.b64encode(self.svg.encode()).decode()
+
+    def html(self) -> str:
+        """An ``<img>`` in a ``<figure>``; its caption is drawn in the picture, so it travels with it."""
+        return (f'<figure class="picture" data-picture="{html.escape(self.kind, quote=True)}" '
+                f'data-flagged="{self.flagged}"><img alt="{html.escape(self.title, quote=True)}" '
+                f'src="{self.data_uri()}"></figure>')
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.svg, encoding="utf-8")
+        return path
+
+
+class Pictures(list):
+    """Several pictures side by side in a notebook (one per head, say)."""
+
+    def _repr_html_(self):
+        return '<div style="display:flex;flex-wrap:wrap;gap:12px">' + "".join(p.html() for p in self) + "</div>"
+
+
+def _colour(v: float) -> str:
+    """White at 0 to deep blue at 1."""
+    v = min(max(v, 0.0), 1.0)
+    low, high = (255, 255, 255), (8, 69, 148)
+    return "#" + "".join(f"{round(a + (b - a) * v):02x}" for a, b in zip(low, high))
+
+
+def _wrapped(text, width_px, size=10):
+    """``text`` in lines that fit ``width_px`` (about 0.55 em per character)."""
+    most, lines, line = max(20, int(width_px / (0.55 * size))), [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > most:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return lines + ([line] if line else [])
+
+
+def _text(x, y, s, size=11, anchor="middle", colour="#222", rotate=None, weight="normal"):
+    turn = f' transform="rotate({rotate} {x:.1f} {y:.1f})"' if rotate is not None else ""
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{colour}" '
+            f'font-weight="{weight}" font-family="sans-serif"{turn}>{html.escape(str(s))}</text>')
+
+
+def heatmap(matrix, rows=None, cols=None, title="", forbidden=None, flagged=None, scale=None, note="",
+            row_axis="query", col_axis="key", kind="weights") -> Picture:
+    """A matrix as coloured cells (rows: ``row_axis``, columns: ``col_axis``), with its values
+    written in when it is small. ``forbidden``: cells the rule says must be 0, outlined; ``flagged``:
+    cells that break the rule, in red. ``scale``: the value drawn darkest (default: the largest)."""
+    m = torch.as_tensor(matrix).detach().to("cpu", torch.float64)
+    if m.dim() != 2:
+        raise ValueError(f"heatmap needs a matrix, not a tensor of shape {tuple(m.shape)}")
+    n_rows, n_cols = m.shape
+    rows = [str(r) for r in (rows or range(n_rows))]
+    cols = [str(c) for c in (cols or range(n_cols))]
+    finite = m[m.isfinite()]
+    top = scale or (float(finite.abs().max()) if finite.numel() else 1.0) or 1.0
+    cell = CELL if max(n_rows, n_cols) <= 12 else max(6, 360 // max(n_rows, n_cols))
+    left = 12 + 7 * max(len(r) for r in rows) if cell >= 20 else 30
+    head = 40 + (7 * max(len(c) for c in cols) if cell >= 20 else 16)
+    width = max(left + cell * n_cols + 16, 16 + 7.5 * len(title), 260)
+    note_lines = _wrapped(note, width - 16) if note else []
+    height = head + cell * n_rows + 18 + 14 * len(note_lines)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+             f'viewBox="0 0 {width:.0f} {height}">', f'<rect width="{width:.0f}" height="{height}" fill="white"/>',
+             _text(8, 16, title, size=13, anchor="start", weight="bold")]
+    for j, c in enumerate(cols if cell >= 20 else []):
+        x = left + cell * j + cell / 2
+        parts.append(_text(x, head - 6, c, anchor="start", rotate=-45))
+    for i, r in enumerate(rows if cell >= 20 else []):
+        parts.append(_text(left - 6, head + cell * i + cell / 2 + 4, r, anchor="end"))
+    parts.append(_text(8, 30, f"rows: {row_axis} \u2193   columns: {col_axis} \u2192", size=9, anchor="start",
+                       colour="#666"))
+    for i in range(n_rows):
+        for j in range(n_cols):
+            v = float(m[i, j])
+            x, y = left + cell * j, head + cell * i
+            fill = _colour(abs(v) / top) if math.isfinite(v) else "#ffbf00"  # nan and inf in amber
+            parts.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}" stroke="#eee"/>')
+            if cell >= 28:
+                shown = f"{v:.2f}" if math.isfinite(v) else str(v)
+                parts.append(_text(x + cell / 2, y + cell / 2 + 4, shown, size=9,
+                                   colour="white" if math.isfinite(v) and abs(v) / top > 0.55 else "#222"))
+    for mask, colour, width_px, dash in ((forbidden, RULE, 1.2, ' stroke-dasharray="3 2"'), (flagged, FLAG, 3, "")):
+        if mask is None:
+            continue
+        mask = torch.as_tensor(mask, dtype=torch.bool)
+        for i, j in mask.nonzero().tolist():
+            parts.append(f'<rect x="{left + cell * j + 1.5}" y="{head + cell * i + 1.5}" width="{cell - 3}" '
+                         f'height="{cell - 3}" fill="none" stroke="{colour}" stroke-width="{width_px}"{dash}/>')
+    for k, line in enumerate(note_lines):
+        parts.append(_text(8, head + cell * n_rows + 16 + 14 * k, line, size=10, anchor="start", colour="#444"))
+    parts.append("</svg>")
+    red = int(torch.as_tensor(flagged, dtype=torch.bool).sum()) if flagged is not None else 0
+    return Picture("".join(parts), title, note, kind, red)
+
+
+def bars(values, labels=None, title="", limit=None, note="", axis="", kind="bars") -> Picture:
+    """Values as vertical bars, those above ``limit`` (a line) in red."""
+    v = [float(x) for x in torch.as_tensor(values).detach().to("cpu", torch.float64).flatten()]
+    labels = [str(x) for x in (labels or range(len(v)))]
+    top = max([abs(x) for x in v if math.isfinite(x)] + [limit or 0.0, 1e-12])
+    bar, left, head, tall = 26, 50, 28, 140
+    width, height = left + bar * len(v) + 16, head + tall + 40 + (16 if note else 0)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}">', f'<rect width="{width}" height="{height}" fill="white"/>',
+             _text(8, 16, title, size=13, anchor="start", weight="bold"),
+             f'<line x1="{left}" y1="{head + tall}" x2="{width - 10}" y2="{head + tall}" stroke="#888"/>',
+             _text(left - 4, head + 8, f"{top:.2g}", size=9, anchor="end"),
+             _text(left - 4, head + tall, "0", size=9, anchor="end")]
+    for k, (x, label) in enumerate(zip(v, labels)):
+        h = tall * min(abs(x) / top, 1.0) if math.isfinite(x) else tall
+        bad = not math.isfinite(x) or (limit is not None and abs(x) > limit)
+        parts.append(f'<rect x="{left + bar * k + 3}" y="{head + tall - h:.1f}" width="{bar - 6}" height="{h:.1f}" '
+                     f'fill="{FLAG if bad else "#4c78a8"}"/>')
+        parts.append(_text(left + bar * k + bar / 2, head + tall + 14, label, size=9))
+    if limit is not None:
+        y = head + tall - tall * min(limit / top, 1.0)
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - 10}" y2="{y:.1f}" stroke="{RULE}" '
+                     'stroke-dasharray="4 3"/>')
+    if axis:
+        parts.append(_text(left, head + tall + 30, axis, size=10, anchor="start", colour="#444"))
+    if note:
+        parts.append(_text(8, height - 8, note, size=10, anchor="start", colour="#444"))
+    parts.append("</svg>")
+    red = sum(1 for x in v if not math.isfinite(x) or (limit is not None and abs(x) > limit))
+    return Picture("".join(parts), title, note, kind, red)
+
+
+# ---------------------------------------------------------------- a layer's own attention weights
+
+class _Attention(torch.overrides.TorchFunctionMode):
+    """Notes every softmax over a square last pair of dims (a layer's attention weights), and the
+    weights ``F.scaled_dot_product_attention`` computes without showing them."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if name == "softmax" and type(out) is torch.Tensor and out.dim() >= 2 and out.shape[-1] == out.shape[-2]:
+            self.seen.append(out.detach().clone())
+        elif name == "scaled_dot_product_attention":  # the mode is off inside its own handler: no recursion
+            self.seen.append(_sdpa_weights(*args, **kwargs))
+        return out
+
+
+def _sdpa_weights(query, key, value=None, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
+    """The weights ``F.scaled_dot_product_attention`` used (before its dropout)."""
+    with torch.no_grad():
+        q, k = query.detach(), key.detach()
+        if k.shape[-3:-2] != q.shape[-3:-2] and q.dim() == 4 and q.shape[1] % k.shape[1] == 0:
+            k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)  # grouped heads (enable_gqa)
+        scores = q @ k.transpose(-2, -1) * (scale if scale is not None else q.shape[-1] ** -0.5)
+        n, s = scores.shape[-2:]
+        if is_causal:
+            scores = scores.masked_fill(torch.ones(n, s, dtype=torch.bool, device=scores.device).triu(1), -torch.inf)
+        if attn_mask is not None:
+            mask = attn_mask.detach()
+            scores = scores.masked_fill(~mask, -torch.inf) if mask.dtype == torch.bool else scores + mask
+        return torch.softmax(scores, dim=-1)
+
+
+def attention_of(call, *args, **kwargs):
+    """Run ``call(*args, **kwargs)`` on a batch of ONE sequence and return (its output, the
+    attention weights it computed: (n, n), or (heads, n, n) for several heads, or None when it
+    computed none that could be seen). A layer made of separate heads (stage 4's wrapper) computes
+    one softmax per head: they are stacked as its heads."""
+    with torch.no_grad(), _Attention() as mode:
+        out = call(*args, **kwargs)
+    if not mode.seen:
+        return out, None
+    last = mode.seen[-1]
+    alike = [w for w in mode.seen if w.shape == last.shape]
+    if last.dim() == 4:  # (batch, heads, n, n)
+        return out, last[0]
+    if last.dim() == 3 and last.shape[0] == 1:  # (batch, n, n): one head per softmax
+        return out, torch.stack([w[0] for w in alike]) if len(alike) > 1 else last[0]
+    return out, last  # (n, n), or (heads, n, n) computed in one softmax
+
+
+def _heads(weights):
+    """(title suffix, matrix) per head of ``weights``: (n, n) or (heads, n, n)."""
+    w = weights.detach().to("cpu", torch.float64)
+    while w.dim() > 3:
+        w = w[0]
+    if w.dim() == 2:
+        return [("", w)]
+    if w.shape[0] == 1:
+        return [("", w[0])]
+    return [(f", head {h}", w[h]) for h in range(w.shape[0])]
+
+
+def weight_pictures(weights, tokens=TOKENS, title="your attention weights", causal=False, expected=None):
+    """One heatmap per head of ``weights`` (rows: the query token, columns: the key token). With
+    ``causal``, cells above the diagonal are outlined (they must be 0) and red where they are not.
+    ``expected``: the book's printed weights, drawn beside for comparison (public numbers only)."""
+    found = Pictures()
+    for suffix, w in _heads(weights):
+        n_q, n_k = w.shape
+        rows = list(tokens) if len(tokens) == n_q else [str(i) for i in range(n_q)]
+        cols = list(tokens) if len(tokens) == n_k else [str(i) for i in range(n_k)]
+        future = torch.ones(n_q, n_k, dtype=torch.bool).triu(1) if causal else None
+        flagged = future & (w.abs() > 1e-6) if causal else None
+        sums = w.sum(-1)
+        off = [i for i in range(n_q) if not abs(float(sums[i]) - 1) <= 1e-3]  # nan too
+        note = (f"row {off[0]} ({rows[off[0]]}) sums to {float(sums[off[0]]):.2f}; every row of attention weights "
+                "sums to 1" if off else "each row sums to 1" + ("; outlined: the future, which must get 0"
+                                                                  if causal else ""))
+        found.append(heatmap(w, rows, cols, title + suffix, forbidden=future, flagged=flagged, scale=1.0, note=note))
+    if expected is not None:
+        n_q, n_k = expected.shape
+        found.append(heatmap(expected, rows, cols, "the book's weights", scale=1.0,
+                             forbidden=torch.ones(n_q, n_k, dtype=torch.bool).triu(1) if causal else None))
+    return found
+
+
+def show_attention(layer_or_function, inputs=None, tokens=TOKENS, causal=None):
+    """Draw the attention weights of ``layer_or_function`` for the book's sentence ("Your journey
+    starts with one step"), with the tokens as labels: a function of stage 1 or 3 that returns
+    weights (called on the inputs), or any attention layer (called on a batch of the sentence).
+
+    In a notebook the pictures show inline; elsewhere ``.save(...)`` each one, or read ``.svg``::
+
+        show_attention(attention_weights_all)
+        show_attention(CausalAttention(3, 2, 6, 0.0))
+
+    ``causal`` (default: whether the name of the layer or function says so) outlines the cells
+    a causal layer must keep at 0.
+    """
+    if inputs is None:
+        try:
+            from .book import INPUTS
+        except ImportError:  # beside the public checks, where book.py is a module of its own
+            from book import INPUTS
+        inputs = INPUTS
+    name = getattr(layer_or_function, "__name__", type(layer_or_function).__name__)
+    if causal is None:
+        causal = any(word in name.lower() for word in ("causal", "multihead", "grouped", "fast", "decoder"))
+    if isinstance(layer_or_function, torch.nn.Module):
+        layer_or_function.eval()
+        out, weights = attention_of(layer_or_function, inputs.unsqueeze(0))
+    else:
+        out, weights = attention_of(layer_or_function, inputs)
+        if type(out) is torch.Tensor and out.dim() >= 2 and out.shape[-1] == out.shape[-2] == inputs.shape[0]:
+            weights = out  # a function that returns the weights themselves (after any mask)
+    if weights is None:
+        raise ValueError(f"{name} computed no attention weights that could be seen: it called no softmax over a "
+                         "square matrix of scores (nor F.scaled_dot_product_attention)")
+    return weight_pictures(weights, tokens, f"{name}: who attends to whom", causal=causal)
