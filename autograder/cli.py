@@ -122,6 +122,10 @@ def _grade(args):
     from .errors import GradingError, SubmissionError
     from .grading.grade import grade
 
+    for option, path in (("--json", args.json), ("--html", args.html)):
+        if path and Path(path).is_dir():  # before grading: nothing is written when a path is unusable
+            print(f"attention-lab: {option} {path} is a folder; name the file to write", file=sys.stderr)
+            return 2
     print(f"grading {args.submission} ...", file=sys.stderr, flush=True)
     try:
         graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course,

@@ -56,6 +56,12 @@ def test_a_shared_total_adds_up_exactly_and_follows_the_weights(weights, total):
     ({"points": {"s1.softmax_naive": 1.5}}, "whole number"),
     ({"gradescope": {"hidden": "never"}}, "after_published, after_due_date"),
     ({"gradescope": {"leader": True}}, "unknown [gradescope]"),
+    ({"points": 3}, "are tables"),
+    ({"gradescope": "abc"}, "are tables"),
+    ({"gradescope": {"leaderboard": "no"}}, "true or false"),
+    ({"stages": [1.0]}, "stages must be"),
+    ({"stages": [True, 2]}, "stages must be"),
+    ({"stages": [1], "points": {"stage4": 30}}, "not among the stages taught"),
 ])
 def test_a_mistake_in_the_file_is_named(data, says):
     with pytest.raises(UsageError) as exc:
@@ -109,3 +115,14 @@ def test_every_command_that_reads_it_says_what_it_used(tmp_path, monkeypatch, ca
     (tmp_path / FILE).write_text("stages = [12]\n")
     assert main(["export", "classroom", "--out", str(tmp_path / "template")]) == 2
     assert "stages must be" in capsys.readouterr().err and not (tmp_path / "template").exists()
+
+
+def test_the_gradescope_runner_needs_no_toml_reader(root):
+    """The zip ships its configuration as JSON and may run on Python 3.10 without tomli."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['tomllib'] = sys.modules['tomli'] = None\n"
+            "from autograder.delivery import gradescope; print(gradescope.shipped_config().stages)")
+    said = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert said.returncode == 0, said.stderr

@@ -110,7 +110,8 @@ def test_the_short_table_lists_the_failed_checks_of_stages_worked_on():
     assert all(r.id in verbose for r in results) and "not started" not in verbose
 
 
-@pytest.mark.parametrize("args", [["grade", "no/such/folder"], ["grade", "README.md"]])
+@pytest.mark.parametrize("args", [["grade", "no/such/folder"], ["grade", "README.md"],
+                                  ["grade", "solutions", "--html", "docs"], ["grade", "solutions", "--json", "docs"]])
 def test_cli_bad_submission_exits_nonzero_with_message(root, args):
     proc = subprocess.run([sys.executable, "-m", "autograder.cli", *args], capture_output=True, text=True,
                           cwd=root, timeout=60)

@@ -133,3 +133,16 @@ def test_padded_keys_are_outlined_and_weights_on_them_are_red(root, tmp_path):
     right = grade(root / "solutions", stages={6}, pictures=True)
     assert [p.flagged for p in wrong.pictures["s6.softmax"]] == [10]  # 5 queries x 2 padded keys
     assert [p.flagged for p in right.pictures["s6.softmax"]] == [0] and ">pad<" in right.pictures["s6.softmax"][0].svg
+
+
+def test_a_device_check_shows_what_moved_and_what_stayed_behind(root, tmp_path):
+    """A mask kept as a plain attribute stays on the cpu when the layer moves: named in red."""
+    from autograder.grading.grade import grade
+    from tools.zoo import assemble, read_entry
+
+    entry = root / "tests" / "zoo" / "wrong" / "mask_plain_attribute.py"
+    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={3}, pictures=True)
+    (moved,) = wrong.pictures["s3.causal.device"]
+    assert moved.kind == "device" and moved.flagged == 1 and "stayed behind on the cpu" in moved.svg
+    (right,) = grade(root / "solutions", stages={3}, pictures=True).pictures["s3.causal.device"]
+    assert right.flagged == 0 and "mask (on meta)" in right.svg

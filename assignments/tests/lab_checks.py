@@ -157,7 +157,8 @@ def _picture(weights, what, causal=False, expected=None):
     drawn = weight_pictures(w.float(), TOKENS, what, causal=causal, expected=expected)
     folder = (_package_dir() or Path(__file__).resolve().parent / "attention_lab").parent
     paths = [p.save(folder / PICTURES / f"{test}-{i}.svg") for i, p in enumerate(drawn)]
-    shown = ", ".join(str(p.relative_to(folder)) for p in paths)
+    here = Path.cwd()
+    shown = ", ".join(str(p.relative_to(here)) if p.is_relative_to(here) else str(p) for p in paths)
     return f"\npicture{'s' if len(paths) > 1 else ''} of your weights (open in a browser): {shown}"
 
 

@@ -143,11 +143,13 @@ def bars(values, labels=None, title="", limit=None, note="", axis="", kind="bars
     labels = [str(x) for x in (labels or range(len(v)))]
     top = max([abs(x) for x in v if math.isfinite(x)] + [limit or 0.0, 1e-12])
     bar, left, head, tall = 26, 50, 28, 140
-    width, height = left + bar * len(v) + 16, head + tall + 40 + (16 if note else 0)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}">', f'<rect width="{width}" height="{height}" fill="white"/>',
+    width = max(left + bar * len(v) + 16, 16 + 7.5 * len(title), 300)
+    note_lines = _wrapped(note, width - 16) if note else []
+    height = head + tall + 40 + 14 * len(note_lines)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+             f'viewBox="0 0 {width:.0f} {height}">', f'<rect width="{width:.0f}" height="{height}" fill="white"/>',
              _text(8, 16, title, size=13, anchor="start", weight="bold"),
-             f'<line x1="{left}" y1="{head + tall}" x2="{width - 10}" y2="{head + tall}" stroke="#888"/>',
+             f'<line x1="{left}" y1="{head + tall}" x2="{width - 10:.0f}" y2="{head + tall}" stroke="#888"/>',
              _text(left - 4, head + 8, f"{top:.2g}", size=9, anchor="end"),
              _text(left - 4, head + tall, "0", size=9, anchor="end")]
     for k, (x, label) in enumerate(zip(v, labels)):
@@ -158,12 +160,13 @@ def bars(values, labels=None, title="", limit=None, note="", axis="", kind="bars
         parts.append(_text(left + bar * k + bar / 2, head + tall + 14, label, size=9))
     if limit is not None:
         y = head + tall - tall * min(limit / top, 1.0)
-        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - 10}" y2="{y:.1f}" stroke="{RULE}" '
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - 10:.0f}" y2="{y:.1f}" stroke="{RULE}" '
                      'stroke-dasharray="4 3"/>')
+        parts.append(_text(width - 12, y - 3, f"limit {limit:.2g}", size=9, anchor="end", colour=RULE))
     if axis:
         parts.append(_text(left, head + tall + 30, axis, size=10, anchor="start", colour="#444"))
-    if note:
-        parts.append(_text(8, height - 8, note, size=10, anchor="start", colour="#444"))
+    for k, line in enumerate(note_lines):
+        parts.append(_text(8, head + tall + 44 + 14 * k, line, size=10, anchor="start", colour="#444"))
     parts.append("</svg>")
     red = sum(1 for x in v if not math.isfinite(x) or (limit is not None and abs(x) > limit))
     return Picture("".join(parts), title, note, kind, red)

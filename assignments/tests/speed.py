@@ -27,6 +27,8 @@ ROUNDS = 9
 # two threads on two cores, the same code timed against itself came out up to 1.2 times slower.
 THREADS = 1
 BUDGET_S = 2.0  # a slow layer ends the rounds early (after at least one)
+AGAIN_BELOW = 2 * LIMIT  # a ratio above LIMIT but below this is a near miss: raced once more
+AGAIN_WITHIN_S = 3.0  # ... if the first race took less than this (the grader's task timeout is 10 s)
 
 
 def fast_attention(x, qkv_weight, qkv_bias, out_weight, out_bias, num_heads):
@@ -65,7 +67,16 @@ def race(forward, device="cpu", between=None):
     try:
         torch.set_num_threads(min(threads, THREADS))
         with torch.no_grad():
-            return _rounds(forward, device, between or (lambda: None))
+            started = time.perf_counter()
+            first = _rounds(forward, device, between or (lambda: None))
+            ratio = median_ratio(first) if first["student_s"] and min(first["kit_s"]) > 0 else None
+            # A near miss is raced again and the better race counts: a burst of other work on the
+            # machine (a busy laptop, a loaded CI runner) must not fail a layer that is fast enough,
+            # and a layer that is really slower stays slower in both races.
+            if ratio is None or not LIMIT < ratio < AGAIN_BELOW or time.perf_counter() - started > AGAIN_WITHIN_S:
+                return {**first, "races": 1}
+            second = _rounds(forward, device, between or (lambda: None))
+            return {**min(first, second, key=median_ratio), "races": 2}
     finally:
         torch.set_num_threads(threads)
         if collecting:
@@ -137,9 +148,10 @@ def verdict(report):
                        "more threads than the grader set (torch.set_num_threads, a thread of its own), so the "
                        "timing does not count")
     ratio = median_ratio(report)
+    again = ", the better of two races: the first was a near miss" if report.get("races") == 2 else ""
     timing = (f"{statistics.median(report['student_s']) * 1e3:.1f} ms per forward against the kit's "
               f"{statistics.median(report['kit_s']) * 1e3:.1f} ms: {ratio:.2f} times as long (median of {rounds} "
-              f"round{'s' if rounds > 1 else ''}{'' if rounds == ROUNDS else ', cut short'}; {size})")
+              f"round{'s' if rounds > 1 else ''}{'' if rounds == ROUNDS else ', cut short'}{again}; {size})")
     if ratio <= LIMIT:
         return True, timing
     return False, (f"FastMultiHeadAttention is too slow: {timing}; at most {LIMIT} is allowed. Usual causes: an "

@@ -69,7 +69,7 @@ def test_causal_attention_output_is_batch_by_tokens_by_d_out_and_input_is_unchan
     causal = student("causal")
     module = run(causal.CausalAttention, D_IN, D_OUT, CONTEXT, 0.0)
     for shape in ((1, CONTEXT, D_IN), (3, 5, D_IN), (2, 1, D_IN)):
-        what = f"CausalAttention({D_IN}, {D_OUT}, context_length={CONTEXT}, 0.0) on a batch of shape {shape}"
+        what = f"CausalAttention({D_IN}, {D_OUT}, {CONTEXT}, 0.0) on a batch of shape {shape}"
         inputs = x(*shape, seed=2)
         before = inputs.clone()
         expect_shape(run(module, inputs), (shape[0], shape[1], D_OUT), what)

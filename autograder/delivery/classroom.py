@@ -107,6 +107,9 @@ def classroom_workflow(config: CourseConfig | None = None, root: Path = KIT_ROOT
 def handout_readme(config: CourseConfig, root: Path = KIT_ROOT) -> str:
     rows = "\n".join(f"| {n} | {STAGES[n].title} | `attention_lab/{STAGES[n].module}.py` | {config.max_points(n)} |"
                      for n in config.stages)
+    first = config.stages[0]
+    every = ("plain `pytest` runs every stage" if set(config.stages) == set(STAGES) else  # the course's stages only
+             "`-m \"" + " or ".join(f"stage{n}" for n in config.stages) + "\"` runs this course's stages")
     return f"""\
 # Attention, stage by stage
 
@@ -121,7 +124,7 @@ modules of `attention_lab/`. Each module says what to write where it says `YOUR 
 
     python -m pip install {torch_pin(root)} --index-url {CPU_WHEELS}
     python -m pip install -r requirements.txt
-    python -m pytest -m stage1        # the public checks of stage 1; plain `pytest` runs every stage
+    python -m pytest -m stage{first}        # the public checks of stage {first}; {every}
 
 A failing check says what is off in terms of your own tensors, such as which row of your
 attention weights does not sum to 1.

@@ -27,11 +27,6 @@ from ..curriculum import STAGES
 from ..errors import UsageError
 from .registry import VISIBLE, all_checks, registry
 
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
-
 FILE = "attention-lab.toml"
 ENV = "ATTENTION_LAB_CONFIG"
 HIDDEN = ("after_published", "after_due_date")
@@ -77,8 +72,12 @@ def from_data(data: dict, path=None) -> CourseConfig:
     unknown = set(data) - {"stages", "points", "gradescope"}
     if unknown:
         raise UsageError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; known: stages, points, gradescope")
+    if not isinstance(data.get("points", {}), dict) or not isinstance(data.get("gradescope", {}), dict):
+        raise UsageError(f"{where}: [points] and [gradescope] are tables (a [points] section of key = value lines), "
+                         "not single values")
     stages = data.get("stages", sorted(STAGES))
-    if not isinstance(stages, list) or not stages or any(s not in STAGES for s in stages):
+    if (not isinstance(stages, list) or not stages
+            or any(type(s) is not int or s not in STAGES for s in stages)):
         raise UsageError(f"{where}: stages must be a list of stage numbers out of {sorted(STAGES)}, not {stages!r}")
     points = {}
     for key, value in (data.get("points") or {}).items():
@@ -87,6 +86,9 @@ def from_data(data: dict, path=None) -> CourseConfig:
         if key in registry():
             points[key] = value
         elif key.startswith("stage") and key[5:].isdigit() and int(key[5:]) in STAGES:
+            if int(key[5:]) not in stages:
+                raise UsageError(f"{where}: [points] sets {key}, which is not among the stages taught "
+                                 f"({', '.join(map(str, stages))})")
             points.update(shared(value, {c.id: c.points for c in all_checks({int(key[5:])})}))
         else:
             raise UsageError(f"{where}: {key!r} in [points] is neither a check id (such as 's3.causal.no_leak') nor "
@@ -99,6 +101,9 @@ def from_data(data: dict, path=None) -> CourseConfig:
     if unknown:
         raise UsageError(f"{where}: unknown [gradescope] setting(s) {', '.join(sorted(unknown))}; "
                          "known: hidden, leaderboard")
+    if not isinstance(gradescope.get("leaderboard", True), bool):
+        raise UsageError(f"{where}: [gradescope] leaderboard must be true or false, not "
+                         f"{gradescope['leaderboard']!r}")
     hidden = gradescope.get("hidden", "after_published")
     if hidden not in HIDDEN:
         raise UsageError(f"{where}: [gradescope] hidden must be one of {', '.join(HIDDEN)}, not {hidden!r}")
@@ -134,6 +139,12 @@ def load_config(path=None, folder=None) -> CourseConfig:
 
 
 def read_config(path: Path) -> CourseConfig:
+    # Imported here: the Gradescope zip ships its configuration as JSON and runs on Python 3.10
+    # (Ubuntu 22.04) without tomli, which only a TOML file needs.
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -104,12 +104,14 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
 
 
 def draw_all(checks, observations) -> dict:
-    """probe -> the pictures of its observation on cpu (the checks that share a probe share its
-    pictures). A picture that cannot be drawn is left out: pictures explain a verdict and never
+    """probe -> the pictures of its observation on cpu, else on its first device (the checks that share
+    a probe share its pictures). A picture that cannot be drawn is left out: pictures explain a verdict and never
     decide one."""
     drawn = {}
     for c in checks:
-        obs = observations.get(Task("probe", c.probe, "cpu"))
+        # values need the cpu; a device check runs only where tensors move (meta, cuda): its first one
+        obs = next((observations[t] for d in ("cpu", *c.devices) if (t := Task("probe", c.probe, d)) in observations),
+                   None)
         if c.probe in drawn or obs is None:
             continue
         try:

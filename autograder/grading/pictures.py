@@ -40,8 +40,15 @@ def leak_map(obs, what) -> list[Picture]:
     future = torch.ones(n, n, dtype=torch.bool).triu(1)
     top = float(jac.abs().max()) or 1.0
     leaking = future & (jac.abs() > LEAK_LIMIT * top)
-    note = (f"red: output t depends on a later input s ({int(leaking.sum())} cells); outlined cells must be 0"
-            if leaking.any() else "no output depends on a later input: the outlined future is all 0")
+    blind = torch.eye(n, dtype=torch.bool) & (jac.abs() <= LEAK_LIMIT * top)  # an output that ignores its own token
+    if leaking.any():
+        note = f"red: output t depends on a later input s ({int(leaking.sum())} cells); outlined cells must be 0"
+    elif blind.any():
+        note = (f"red: output t does not depend on its own input ({int(blind.sum())} of {n} positions on the "
+                "diagonal); every output must depend on its own token")
+    else:
+        note = "no output depends on a later input: the outlined future is all 0"
+    leaking = leaking | blind
     return [heatmap(jac.abs(), [f"out {t}" for t in range(n)], [f"x {s}" for s in range(n)],
                     f"{what}: the leak map, |d out[t] / d x[s]|", forbidden=future, flagged=leaking, note=note,
                     row_axis="output", col_axis="input", kind="leak")]
@@ -61,13 +68,18 @@ def dropout_map(obs, what) -> list[Picture]:
     scale = 1 / (1 - DROPOUT_P)
     seen = float(ratio[kept].median()) if kept.any() else 0.0
     dropped = float(1 - kept.sum() / (~future).sum())
-    misscaled = kept & ((ratio - scale).abs() > 1e-3 * scale)  # kept, but not scaled by 1/(1-p)
+    seen_future = bool((future & (ratio != 0)).any())
+    # kept, but not scaled by 1/(1-p); unreadable when the future is visible (the weights before dropout
+    # are then not 1/(t+1): the mask is the bug, not the scale)
+    misscaled = kept & ((ratio - scale).abs() > 1e-3 * scale) & (not seen_future)
     return [heatmap(ratio, list(range(n)), list(range(n)), f"{what}: dropout on the weights (p = {DROPOUT_P})",
                     forbidden=future, flagged=(future & (ratio != 0)) | misscaled, scale=max(scale, seen, 1e-9),
                     kind="dropout",
-                    note=f"white: dropped ({dropped:.0%} of {n} rows; about {DROPOUT_P:.0%} should be); kept "
-                         f"weights x{seen:.3f} their value before dropout (should be 1/(1-p) = {scale:.3f}); red: "
-                         "a weight in the future, or kept at another scale")]
+                    note=(f"red: weights in the future (above the diagonal) in train mode: the causal mask is "
+                          "not applied, so the scale of the kept weights cannot be read" if seen_future else
+                          f"white: dropped ({dropped:.0%} of the weights in these {n} rows; about {DROPOUT_P:.0%} "
+                          f"should be); kept weights x{seen:.3f} their value before dropout (should be 1/(1-p) = "
+                          f"{scale:.3f}); red: kept at another scale"))]
 
 
 def cache_errors(obs, what) -> list[Picture]:
@@ -118,14 +130,6 @@ def _row_sums(w):
     return f"row {off[0]} sums to {w[off[0]].sum():.2f}; " if off else ""
 
 
-def sdpa_weights(obs, what) -> list[Picture]:
-    """The weights returned by stage 7's scaled_dot_product_attention, for the subsequent-mask case."""
-    weights = _tensor(obs, "pattern", "weights")
-    if weights is None or weights.dim() < 2:
-        return []
-    return list(weight_pictures(weights, (), f"{what}: your weights (a subsequent-mask case)", causal=False))[:2]
-
-
 def encoding_table(obs, what) -> list[Picture]:
     table = _tensor(obs, "table")
     if table is None or table.dim() != 3 or not bool(table.isfinite().all()):
@@ -144,10 +148,28 @@ def kept_and_lost(obs, what) -> list[Picture]:
     saved = sorted(str(k) for k in keys)
     missing = [] if any(k.endswith("mask") for k in saved) else ["mask"]
     rows = [(k, True) for k in saved] + [(k, False) for k in missing]
-    return [_listing(rows, f"{what}: what the state_dict holds", "saved", "not saved: lost on reload")]
+    return [_listing(rows, f"{what}: what the state_dict holds", "saved", "not saved: lost on reload", "state_dict")]
 
 
-def _listing(rows, title, yes, no) -> Picture:
+def moved_and_left(obs, what) -> list[Picture]:
+    """A device check: which of the layer's tensors went to the device and which stayed behind
+    (``.to()`` moves parameters and buffers, not plain tensor attributes)."""
+    reports = [obs] if isinstance(obs, dict) and "left_behind" in obs else (
+        [dict(r, layer=name) for name, r in obs.items() if isinstance(r, dict) and "left_behind" in r]
+        if isinstance(obs, dict) else [])
+    rows = []
+    for report in reports:
+        layer = f"{report['layer']}." if "layer" in report else ""
+        stayed = report.get("left_behind") if isinstance(report.get("left_behind"), list) else []
+        rows += [(f"{layer}{name}", False) for name in stayed]
+        if "mask" not in stayed and report.get("mask_device") not in (None, "none"):
+            rows.append((f"{layer}mask (on {report['mask_device']})", report.get("mask_device") != "cpu"))
+    if not rows:
+        return []
+    return [_listing(rows, f"{what}: what .to(device) moved", "moved", "stayed behind on the cpu", "device")]
+
+
+def _listing(rows, title, yes, no, kind) -> Picture:
     height = 30 + 18 * len(rows)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="420" height="{height}" viewBox="0 0 420 {height}">',
              f'<rect width="420" height="{height}" fill="white"/>',
@@ -160,7 +182,7 @@ def _listing(rows, title, yes, no) -> Picture:
                      f'<text x="260" y="{y}" font-size="11" fill="{colour}" font-family="sans-serif">'
                      f'{_esc(yes if ok else no)}</text>')
     parts.append("</svg>")
-    return Picture("".join(parts), title, kind="state_dict", flagged=sum(1 for _, ok in rows if not ok))
+    return Picture("".join(parts), title, kind=kind, flagged=sum(1 for _, ok in rows if not ok))
 
 
 def _esc(text):
@@ -178,7 +200,6 @@ DRAW = {
     "s4.wrapper.seeded": lambda o: seen_weights(o, "MultiHeadAttentionWrapper, seed 123", True),
     "s4.mha.seeded": lambda o: seen_weights(o, "MultiHeadAttention, seed 123", True),
     "s6.softmax": lambda o: padded_weights(o, "masked_softmax"),
-    "s7.sdpa": lambda o: sdpa_weights(o, "scaled_dot_product_attention"),
     "s7.pe.table": lambda o: encoding_table(o, "PositionalEncoding"),
     "s8.cache": lambda o: cache_errors(o, "GroupedQueryAttention"),
     "s3.causal.state_dict": lambda o: kept_and_lost(o, "CausalAttention"),
@@ -186,7 +207,8 @@ DRAW = {
 NAMES = {"s3.causal": "CausalAttention", "s4.mha": "MultiHeadAttention", "s4.pytorch": "MultiHeadAttentionPyTorch",
          "s4.wrapper": "MultiHeadAttentionWrapper", "s6.masked": "MaskedSelfAttention",
          "s6.mhsa": "MultiHeadSelfAttention", "s7.mha": "MultiHeadedAttention", "s7.decoder": "DecoderLayer",
-         "s8.gqa": "GroupedQueryAttention", "s8.fast": "FastMultiHeadAttention"}
+         "s8.gqa": "GroupedQueryAttention", "s8.fast": "FastMultiHeadAttention", "s5": "the two layers of stage 5",
+         "s7.pe": "PositionalEncoding"}
 
 
 def draw(check, obs) -> list[Picture]:
@@ -199,4 +221,6 @@ def draw(check, obs) -> list[Picture]:
         return leak_map(obs, owner)
     if probe.endswith(".dropout"):
         return dropout_map(obs, owner)
+    if probe.endswith(".device"):
+        return moved_and_left(obs, owner)
     return []
