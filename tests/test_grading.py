@@ -1,9 +1,11 @@
 """Grading end to end: reference, stubs, and submissions broken in ways that must not stop grading."""
 import json
+import re
 import subprocess
 import sys
 
 import pytest
+import torch
 
 from autograder.curriculum import STAGES
 from autograder.errors import SubmissionError
@@ -147,3 +149,16 @@ def test_every_check_is_accounted_for_even_without_a_result(monkeypatch, root):
     assert len(results) == len(all_checks({1}))
     lost = [r for r in results if not r.passed]
     assert len(lost) == 1 and lost[0].feedback == "no result came back for this check"
+
+
+def test_a_hidden_comparison_says_how_far_off_in_bands_never_the_expected_value():
+    """With the student's own output, an exact difference would give the hidden value away: an
+    output of zeros would be "off by" exactly the expected entry."""
+    from autograder.public.feedback import describe_mismatch
+
+    hidden = torch.tensor([[0.7391, -0.2], [0.1, 0.5]])
+    said = describe_mismatch(torch.zeros(2, 2), hidden, "out", atol=1e-5, rtol=0, reveal=False)
+    assert "off by up to the largest expected value" in said and "4 of 4 entries" in said
+    assert not re.findall(r"\d\.\d", said.replace("0.1%", "")), said  # no number that could be an expected value
+    close = describe_mismatch(hidden + 0.004, hidden, "out", atol=1e-5, rtol=0, reveal=False)
+    assert "off by less than 1% of the largest expected value" in close

@@ -49,7 +49,13 @@ def describe_mismatch(actual, expected, name, atol=1e-4, rtol=1e-4, reveal=True)
         want = expected[row] if expected.dim() > 1 else expected
         label = f"{name}{_index(first[:-1])}" if actual.dim() > 1 else name
         return f"{label} is {_fmt(got)}, expected {_fmt(want)} (first difference at {where})"
-    return (f"{where} is off by {diff[tuple(first)].item():.4g}; {int(bad.sum())} of {bad.numel()} "
+    # How far off, as a band of the expected values' scale, never the difference itself: with the
+    # student's own value, the difference would give the hidden expected value away.
+    scale = float(expected.abs().max()) or 1.0
+    size = diff[tuple(first)].item() / scale
+    band = next((f"by less than {b:.1%}".replace(".0%", "%") + " of" for b in (0.001, 0.01, 0.1) if size < b),
+                "by up to" if size <= 1 else "by more than")
+    return (f"{where} is off {band} the largest expected value; {int(bad.sum())} of {bad.numel()} "
             f"entries differ from the reference")
 
 
