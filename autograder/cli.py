@@ -129,7 +129,7 @@ def _grade(args):
     print(f"grading {args.submission} ...", file=sys.stderr, flush=True)
     try:
         graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course,
-                       pictures=bool(args.html))
+                       pictures="all" if args.html else None)
     except SubmissionError as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
         return 2

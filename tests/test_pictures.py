@@ -76,7 +76,7 @@ def test_pictures_of_hidden_probes_show_the_students_numbers_not_the_references(
 
     grading.run_tasks = keep
     try:
-        graded = grading.grade(root / "solutions", devices={"cpu"}, pictures=True)
+        graded = grading.grade(root / "solutions", devices={"cpu"}, pictures="all")
     finally:
         grading.run_tasks = real
     assert {"s3.causal.leak", "s3.causal.dropout", "s8.cache", "s7.pe.table"} <= set(graded.pictures)
@@ -129,8 +129,8 @@ def test_padded_keys_are_outlined_and_weights_on_them_are_red(root, tmp_path):
     from tools.zoo import assemble, read_entry
 
     entry = root / "tests" / "zoo" / "wrong" / "s6_softmax_mask_polarity.py"
-    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={6}, pictures=True)
-    right = grade(root / "solutions", stages={6}, pictures=True)
+    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={6}, pictures="all")
+    right = grade(root / "solutions", stages={6}, pictures="all")
     assert [p.flagged for p in wrong.pictures["s6.softmax"]] == [10]  # 5 queries x 2 padded keys
     assert [p.flagged for p in right.pictures["s6.softmax"]] == [0] and ">pad<" in right.pictures["s6.softmax"][0].svg
 
@@ -141,8 +141,22 @@ def test_a_device_check_shows_what_moved_and_what_stayed_behind(root, tmp_path):
     from tools.zoo import assemble, read_entry
 
     entry = root / "tests" / "zoo" / "wrong" / "mask_plain_attribute.py"
-    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={3}, pictures=True)
+    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={3}, pictures="all")
     (moved,) = wrong.pictures["s3.causal.device"]
     assert moved.kind == "device" and moved.flagged == 1 and "stayed behind on the cpu" in moved.svg
-    (right,) = grade(root / "solutions", stages={3}, pictures=True).pictures["s3.causal.device"]
+    (right,) = grade(root / "solutions", stages={3}, pictures="all").pictures["s3.causal.device"]
     assert right.flagged == 0 and "mask (on meta)" in right.svg
+
+
+def test_feedback_draws_only_the_probes_of_failed_checks(root, tmp_path):
+    """grade-all, Gradescope and nbgrader show the pictures of failed checks only: none are drawn
+    for a submission that passes, and for a failing one only those of its failed checks' probes."""
+    from autograder.grading.grade import grade
+    from autograder.grading.registry import registry
+    from tools.zoo import assemble, read_entry
+
+    assert grade(root / "solutions", stages={3}, pictures="failed").pictures == {}
+    entry = root / "tests" / "zoo" / "wrong" / "mask_plain_attribute.py"
+    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={3}, pictures="failed")
+    failed = {registry()[r.id].probe for r in wrong.results if not r.passed}
+    assert wrong.pictures and set(wrong.pictures) <= failed, (set(wrong.pictures), failed)

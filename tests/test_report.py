@@ -1,41 +1,25 @@
 """``attention-lab grade --html``: one self-contained page with the student's own pictures."""
 import re
-import subprocess
-import sys
 
 import pytest
 
 from autograder.grading.registry import all_checks
-from tools.zoo import assemble, read_entry
-
-STAGES = ["1", "3"]
-
-
-def report(root, tmp_path, submission, name):
-    out = tmp_path / f"{name}.html"
-    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(submission), "--html", str(out),
-                           *[a for s in STAGES for a in ("--stage", s)]], capture_output=True, text=True,
-                          cwd=root, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert f"wrote {out}" in proc.stderr
-    return out.read_text()
+from tools.report_screenshots import STAGES
+from tools.report_screenshots import reports as graded_reports
 
 
 @pytest.fixture(scope="module")
-def reports(root, tmp_path_factory):
-    """The reports of the reference and of a causal layer whose mask is the wrong way round."""
-    tmp = tmp_path_factory.mktemp("reports")
-    entry = root / "tests" / "zoo" / "wrong" / "mask_polarity_inverted.py"
-    leaky = assemble(entry, read_entry(entry), tmp / "leaky")
-    return {"reference": report(root, tmp, root / "solutions", "reference"),
-            "leaky": report(root, tmp, leaky, "leaky"), "folder": tmp}
+def reports(tmp_path_factory):
+    """The pages of the reference, of a causal layer whose mask is the wrong way round ("leak") and
+    of one whose dropout scales by 1/p, each written by ``attention-lab grade --html``."""
+    return {name: path.read_text() for name, path in graded_reports(tmp_path_factory.mktemp("reports")).items()}
 
 
 def test_the_report_is_self_contained_and_lists_every_check(reports):
-    for page in (reports["reference"], reports["leaky"]):
+    for page in reports.values():
         assert page.startswith("<!DOCTYPE html>") and "<script" not in page
         assert not re.findall(r"""(?:src|href)=["'](?!data:)""", page), "something would be fetched"
-        for check in all_checks({int(s) for s in STAGES}):
+        for check in all_checks(set(STAGES)):
             assert f"id='{check.id}'" in page
 
 
@@ -47,7 +31,7 @@ def test_the_reference_shows_its_weights_beside_the_books_and_breaks_no_rule(rep
 
 
 def test_a_leaking_layer_shows_its_leak_map_with_the_leaking_cells(reports):
-    page = reports["leaky"]
+    page = reports["leak"]
     flagged = re.findall(r'data-picture="leak" data-flagged="(\d+)"', page)
     assert flagged and int(flagged[0]) > 0
     no_leak = page[page.index("id='s3.causal.no_leak'"):]

@@ -25,13 +25,16 @@ def chromium() -> str | None:
     return next((found for name in CHROMIUM_NAMES if (found := shutil.which(name))), None)
 
 
-def graded_report(submission, out: Path, stages=(1, 3)) -> Path:
+STAGES = (1, 3)  # enough for every kind of picture the tests look at, quick to grade
+
+
+def graded_report(submission, out: Path, stages=STAGES) -> Path:
     """``attention-lab grade SUBMISSION --html OUT``, as a student's instructor runs it."""
     proc = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(submission), "--html", str(out),
                            *[a for s in stages for a in ("--stage", str(s))]], capture_output=True, text=True,
                           cwd=KIT_ROOT, timeout=300)
-    if proc.returncode != 0:
-        raise RuntimeError(f"grading {submission} failed:\n{proc.stderr[-2000:]}")
+    if proc.returncode != 0 or f"wrote {out}" not in proc.stderr:
+        raise RuntimeError(f"grading {submission} wrote no report:\n{proc.stderr[-2000:]}")
     return out
 
 

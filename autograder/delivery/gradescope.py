@@ -113,7 +113,7 @@ def results_for(submission):
     stages = config.stages
     print(f"attention-lab: grading {submission}, stages {', '.join(map(str, stages))}, with the kit in {KIT_ROOT}")
     try:
-        graded = grade(submission, stages=set(stages), config=config, pictures=True)
+        graded = grade(submission, stages=set(stages), config=config, pictures="failed")
     except SubmissionError as exc:
         print(f"attention-lab: cannot grade the submission: {exc}")  # for the staff: the detail
         return ungradable(f"Your submission could not be graded: {exc.student}", exc.student, stages, config)

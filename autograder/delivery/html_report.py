@@ -33,7 +33,7 @@ figcaption { font-size: .8rem; color: #555; max-width: 520px; }
 
 
 def render(graded, title="attention-lab report") -> str:
-    """The report of ``graded`` (a ``Graded`` from ``grade(..., pictures=True)``) as one HTML page."""
+    """The report of ``graded`` (a ``Graded`` from ``grade(..., pictures="all")``) as one HTML page."""
     e = html.escape
     totals = stage_totals(graded.results)
     pictures = graded.pictures_of()

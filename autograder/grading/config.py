@@ -79,12 +79,12 @@ def from_data(data: dict, path=None) -> CourseConfig:
     if (not isinstance(stages, list) or not stages
             or any(type(s) is not int or s not in STAGES for s in stages)):
         raise UsageError(f"{where}: stages must be a list of stage numbers out of {sorted(STAGES)}, not {stages!r}")
-    points = {}
+    points, own = {}, {}
     for key, value in (data.get("points") or {}).items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise UsageError(f"{where}: points of {key!r} must be a whole number of at least 0, not {value!r}")
         if key in registry():
-            points[key] = value
+            own[key] = value
         elif key.startswith("stage") and key[5:].isdigit() and int(key[5:]) in STAGES:
             if int(key[5:]) not in stages:
                 raise UsageError(f"{where}: [points] sets {key}, which is not among the stages taught "
@@ -93,9 +93,7 @@ def from_data(data: dict, path=None) -> CourseConfig:
         else:
             raise UsageError(f"{where}: {key!r} in [points] is neither a check id (such as 's3.causal.no_leak') nor "
                              f"a stage (such as 'stage3')")
-    for key, value in (data.get("points") or {}).items():  # a check's own points win over its stage's share
-        if key in registry():
-            points[key] = value
+    points.update(own)  # a check's own points win over its stage's share
     gradescope = data.get("gradescope") or {}
     unknown = set(gradescope) - {"hidden", "leaderboard"}
     if unknown:

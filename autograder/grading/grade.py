@@ -74,13 +74,15 @@ def judge(check, obs, golden, device) -> Verdict:
     return Verdict(PASSED, note if isinstance(note, str) else "")
 
 
-def grade(submission, stages=None, devices=None, timeout_s=None, server=None, config=None, pictures=False):
+def grade(submission, stages=None, devices=None, timeout_s=None, server=None, config=None, pictures=None):
     """Grade ``submission`` (a path: see ``intake.submission``), in children forked by ``server``
     (a ``ForkServer``; by default one of its own). ``stages`` default to the stages the course
     teaches (``config``, a ``CourseConfig``; by default every stage), and of a notebook
     submission to those its notebooks hold; points are the course's.
 
-    ``pictures``: also draw the student's observations (``grading.pictures``), per check.
+    ``pictures``: also draw the student's observations (``grading.pictures``): ``"all"`` (a report),
+    or ``"failed"``: only those of probes with a failed check, all that feedback shows (grade-all,
+    Gradescope, nbgrader), so that a class of passing submissions draws nothing.
 
     Raises SubmissionError when the submission cannot be graded at all, GradingError when the
     grader itself failed."""
@@ -99,7 +101,10 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
         verdicts = {d: judge(c, run.observations.get(Task("probe", c.probe, d)), golden.get(c.probe), d) for d in ran}
         errors += [(c.id, d, v.trace) for d, v in verdicts.items() if v.status == ERROR]
         results.append(combine(c, verdicts, [d for d in c.devices if d not in devices]))
-    drawn = draw_all(checks, run.observations) if pictures else {}
+    drawn = {}
+    if pictures:
+        failed = {c.probe for c, r in zip(checks, results) if not r.passed}
+        drawn = draw_all([c for c in checks if pictures == "all" or c.probe in failed], run.observations)
     return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, sub.notes, drawn)
 
 

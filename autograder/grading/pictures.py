@@ -10,13 +10,11 @@ nothing that the feedback does not.
 """
 from __future__ import annotations
 
-import html
-
 import torch
 
 from ..probes.common import DROPOUT_P
 from ..public import book
-from ..public.pictures import TOKENS, Picture, bars, heatmap, weight_pictures
+from ..public.pictures import TOKENS, Picture, bars, heatmap, listing, row_sum_problem, weight_pictures
 
 LEAK_LIMIT = 1e-6  # |d out[t] / d x[s]| relative to the largest: what the leak judge counts as a leak
 
@@ -121,13 +119,8 @@ def padded_weights(obs, what) -> list[Picture]:
     return [heatmap(w, list(range(w.shape[0])), ["pad" if p else str(j) for j, p in enumerate(KEYS[b] == 0)],
                     f"{what}: your weights with padded keys (a sequence of 3 tokens and 2 pads)", forbidden=padded,
                     flagged=padded & (w.abs() > 1e-6), scale=1.0, kind="weights",
-                    note=_row_sums(w) + "outlined: padded keys, which must get 0; each row sums to 1 over the real keys")]
-
-
-def _row_sums(w):
-    """What is off about the rows' sums, as the start of a note ("" when every row sums to 1)."""
-    off = [i for i, s in enumerate(w.sum(-1).tolist()) if not abs(s - 1) <= 1e-3]
-    return f"row {off[0]} sums to {w[off[0]].sum():.2f}; " if off else ""
+                    note=(f"{off}; " if (off := row_sum_problem(w)) else "")
+                    + "outlined: padded keys, which must get 0; each row sums to 1 over the real keys")]
 
 
 def encoding_table(obs, what) -> list[Picture]:
@@ -148,7 +141,7 @@ def kept_and_lost(obs, what) -> list[Picture]:
     saved = sorted(str(k) for k in keys)
     missing = [] if any(k.endswith("mask") for k in saved) else ["mask"]
     rows = [(k, True) for k in saved] + [(k, False) for k in missing]
-    return [_listing(rows, f"{what}: what the state_dict holds", "saved", "not saved: lost on reload", "state_dict")]
+    return [listing(rows, f"{what}: what the state_dict holds", "saved", "not saved: lost on reload", "state_dict")]
 
 
 def moved_and_left(obs, what) -> list[Picture]:
@@ -166,27 +159,7 @@ def moved_and_left(obs, what) -> list[Picture]:
             rows.append((f"{layer}mask (on {report['mask_device']})", report.get("mask_device") != "cpu"))
     if not rows:
         return []
-    return [_listing(rows, f"{what}: what .to(device) moved", "moved", "stayed behind on the cpu", "device")]
-
-
-def _listing(rows, title, yes, no, kind) -> Picture:
-    height = 30 + 18 * len(rows)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="420" height="{height}" viewBox="0 0 420 {height}">',
-             f'<rect width="420" height="{height}" fill="white"/>',
-             f'<text x="8" y="16" font-size="13" font-weight="bold" font-family="sans-serif">{_esc(title)}</text>']
-    for i, (name, ok) in enumerate(rows):
-        y = 36 + 18 * i
-        colour = "#2ca02c" if ok else "#d62728"
-        parts.append(f'<circle cx="16" cy="{y - 4}" r="5" fill="{colour}"/>'
-                     f'<text x="28" y="{y}" font-size="11" font-family="monospace">{_esc(name)}</text>'
-                     f'<text x="260" y="{y}" font-size="11" fill="{colour}" font-family="sans-serif">'
-                     f'{_esc(yes if ok else no)}</text>')
-    parts.append("</svg>")
-    return Picture("".join(parts), title, kind=kind, flagged=sum(1 for _, ok in rows if not ok))
-
-
-def _esc(text):
-    return html.escape(str(text))
+    return [listing(rows, f"{what}: what .to(device) moved", "moved", "stayed behind on the cpu", "device")]
 
 
 # probe -> how to draw its observation (what: the name of the student's callable)

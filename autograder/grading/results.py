@@ -68,7 +68,7 @@ class Graded:
     origins: dict = field(default_factory=dict)  # module -> where its code came from (a file, a notebook)
     grader_errors: list = field(default_factory=list)  # (check id, device, traceback): for the instructor
     notes: list = field(default_factory=list)  # what the student should know about what was graded
-    pictures: dict = field(default_factory=dict)  # probe -> [public.pictures.Picture] (grade(pictures=True))
+    pictures: dict = field(default_factory=dict)  # probe -> [public.pictures.Picture] (see grade's pictures)
 
     @staticmethod
     def _extra(result, drawn) -> dict:

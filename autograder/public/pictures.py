@@ -77,10 +77,10 @@ def _wrapped(text, width_px, size=10):
     return lines + ([line] if line else [])
 
 
-def _text(x, y, s, size=11, anchor="middle", colour="#222", rotate=None, weight="normal"):
+def _text(x, y, s, size=11, anchor="middle", colour="#222", rotate=None, weight="normal", family="sans-serif"):
     turn = f' transform="rotate({rotate} {x:.1f} {y:.1f})"' if rotate is not None else ""
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{colour}" '
-            f'font-weight="{weight}" font-family="sans-serif"{turn}>{html.escape(str(s))}</text>')
+            f'font-weight="{weight}" font-family="{family}"{turn}>{html.escape(str(s))}</text>')
 
 
 def heatmap(matrix, rows=None, cols=None, title="", forbidden=None, flagged=None, scale=None, note="",
@@ -171,6 +171,33 @@ def bars(values, labels=None, title="", limit=None, note="", axis="", kind="bars
     return Picture("".join(parts), title, note, kind, red)
 
 
+def listing(rows, title, yes, no, kind="listing") -> Picture:
+    """Named things, each with a green ``yes`` or a red ``no`` (``rows``: (name, ok) pairs)."""
+    height = 30 + 18 * len(rows)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="420" height="{height}" viewBox="0 0 420 {height}">',
+             f'<rect width="420" height="{height}" fill="white"/>',
+             _text(8, 16, title, size=13, anchor="start", weight="bold")]
+    for i, (name, ok) in enumerate(rows):
+        y = 36 + 18 * i
+        colour = "#2ca02c" if ok else FLAG
+        parts += [f'<circle cx="16" cy="{y - 4}" r="5" fill="{colour}"/>',
+                  _text(28, y, name, anchor="start", family="monospace"),
+                  _text(260, y, yes if ok else no, anchor="start", colour=colour)]
+    parts.append("</svg>")
+    return Picture("".join(parts), title, kind=kind, flagged=sum(1 for _, ok in rows if not ok))
+
+
+def row_sum_problem(weights, rows=None):
+    """"row 1 (journey) sums to 0.71" for the first row of ``weights`` (n, k) that does not sum to
+    1 (nan included), or None. ``rows``: the rows' labels, named when they are more than numbers."""
+    sums = weights.sum(-1).tolist()
+    off = next((i for i, s in enumerate(sums) if not abs(s - 1) <= 1e-3), None)
+    if off is None:
+        return None
+    label = f" ({rows[off]})" if rows and rows[off] != str(off) else ""
+    return f"row {off}{label} sums to {sums[off]:.2f}"
+
+
 # ---------------------------------------------------------------- a layer's own attention weights
 
 class _Attention(torch.overrides.TorchFunctionMode):
@@ -249,11 +276,9 @@ def weight_pictures(weights, tokens=TOKENS, title="your attention weights", caus
         cols = list(tokens) if len(tokens) == n_k else [str(i) for i in range(n_k)]
         future = torch.ones(n_q, n_k, dtype=torch.bool).triu(1) if causal else None
         flagged = future & (w.abs() > 1e-6) if causal else None
-        sums = w.sum(-1)
-        off = [i for i in range(n_q) if not abs(float(sums[i]) - 1) <= 1e-3]  # nan too
-        note = (f"row {off[0]} ({rows[off[0]]}) sums to {float(sums[off[0]]):.2f}; every row of attention weights "
-                "sums to 1" if off else "each row sums to 1" + ("; outlined: the future, which must get 0"
-                                                                  if causal else ""))
+        off = row_sum_problem(w, rows)
+        note = (f"{off}; every row of attention weights sums to 1" if off else
+                "each row sums to 1" + ("; outlined: the future, which must get 0" if causal else ""))
         found.append(heatmap(w, rows, cols, title + suffix, forbidden=future, flagged=flagged, scale=1.0, note=note))
     if expected is not None:
         n_q, n_k = expected.shape

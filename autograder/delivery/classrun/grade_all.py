@@ -119,7 +119,7 @@ def grade_one(entry, key, server, timeout_s, config):
     try:
         # pictures: a failed check's record carries them, for nbgrader import's feedback
         graded = grade(entry.path, stages=set(key["stages"]), devices=key["devices"], timeout_s=timeout_s,
-                       server=server, config=config, pictures=True)
+                       server=server, config=config, pictures="failed")
     except SubmissionError as exc:
         record = Record.not_graded(f"Not graded: {exc.student}", exc.student, key["stages"], bookkeeping, config)
         return Outcome(entry, record, str(exc))  # the record is the student's; the detail is for the log
