@@ -10,7 +10,7 @@ import pytest
 from autograder import cli
 from autograder.delivery.classrun import grade_all as grade_all_module
 from autograder.delivery.classrun.grade_all import grade_all
-from autograder.grading.grade import grade
+from autograder.grading.grade import available_devices, grade
 from autograder.grading.registry import Fail, all_checks, max_points, registry
 from autograder.grading.results import ERROR, GRADER_ERROR
 
@@ -38,7 +38,10 @@ def test_a_judge_bug_is_the_graders_error_of_that_check_alone(monkeypatch, root)
     assert by_id[BROKEN].feedback == GRADER_ERROR  # no traceback, no exception, nothing of the kit
     assert all(r.passed for r in graded.results if r.id != BROKEN)
     assert graded.regrade == [BROKEN]
-    (check_id, device, trace), = graded.grader_errors
+    # once per device the check ran on (cpu, and cuda where there is one)
+    assert [(c, d) for c, d, _ in graded.grader_errors] == [(BROKEN, d) for d in registry()[BROKEN].devices
+                                                             if d in available_devices()]
+    check_id, device, trace = graded.grader_errors[0]
     assert check_id == BROKEN and device == "cpu" and "ZeroDivisionError" in trace and "Traceback" in trace
 
 
@@ -121,3 +124,26 @@ def test_an_observation_unlike_the_references_fails_in_the_students_terms(observ
 
     verdict = judge(registry()["s1.scores"], observation, {"extra": None}, "cpu")
     assert verdict.status == FAILED and verdict.text and "Traceback" not in verdict.text
+
+
+def test_a_tensor_left_on_the_cpu_costs_a_numeric_check_nothing_on_cuda_only():
+    """The same code, the same points with or without a GPU: a numeric check whose code could not run
+    on CUDA for a tensor made on the CPU is not measured there (the device checks, on meta, judge that);
+    a device check is judged on CUDA as ever, and the CPU's verdict stands."""
+    from autograder.grading.grade import combine, judge
+    from autograder.grading.results import FAILED, NOT_MEASURED, PASSED
+    from autograder.public.feedback import problem
+
+    refused = {"out": {"error": problem("RuntimeError", "expected self and mask to be on the same device, "
+                                        "but got mask on cpu and self on cuda:0")}}
+    numeric, moves = registry()["s3.mask_fill"], registry()["s3.causal.device"]
+    assert judge(numeric, refused, None, "cuda").status == NOT_MEASURED
+    assert judge(numeric, refused, None, "cpu").status == FAILED
+    assert judge(moves, refused["out"], None, "cuda").status == FAILED
+    assert judge(numeric, refused["out"], None, "cuda").status == NOT_MEASURED
+    other = {"out": {"error": problem("RuntimeError", "shape mismatch")}}
+    assert judge(numeric, other, None, "cuda").status == FAILED
+    on_cpu = dataclasses.replace(judge(numeric, refused, None, "cuda"))
+    passed = combine(numeric, {"cpu": type(on_cpu)(PASSED), "cuda": on_cpu}, [])
+    assert passed.passed and passed.devices == {"cpu": PASSED, "cuda": NOT_MEASURED}
+    assert passed.feedback.startswith("passed (checked on cpu)") and "not measured on cuda" in passed.feedback

@@ -148,7 +148,8 @@ def test_every_check_is_accounted_for_even_without_a_result(monkeypatch, root):
     results = grade(root / "solutions", stages={1}).results
     assert len(results) == len(all_checks({1}))
     lost = [r for r in results if not r.passed]
-    assert len(lost) == 1 and lost[0].feedback == "no result came back for this check"
+    # "[cpu] no result ..." where the check also ran, and passed, on cuda
+    assert len(lost) == 1 and lost[0].feedback.endswith("no result came back for this check")
 
 
 def test_a_hidden_comparison_says_how_far_off_in_bands_never_the_expected_value():
@@ -162,3 +163,21 @@ def test_a_hidden_comparison_says_how_far_off_in_bands_never_the_expected_value(
     assert not re.findall(r"\d\.\d", said.replace("0.1%", "")), said  # no number that could be an expected value
     close = describe_mismatch(hidden + 0.004, hidden, "out", atol=1e-5, rtol=0, reveal=False)
     assert "off by less than 1% of the largest expected value" in close
+
+
+def test_device_agreement_counts_each_side_of_a_check():
+    """tools/device_agreement (run on a GPU machine) splits a check's points by where it passed."""
+    from autograder.grading.results import PASSED, CheckResult
+    from tools.device_agreement import compare
+
+    def check(devices):
+        return CheckResult("s1.c", 1, "c", 2, PASSED if all(v == PASSED for v in devices.values()) else "failed",
+                           "", "hidden", {}, devices)
+
+    both = check({"cpu": PASSED, "cuda": PASSED})
+    gpu_only_fail = check({"cpu": PASSED, "cuda": "failed"})
+    moved = check({"meta": "failed", "cuda": "failed"})
+    cpu_only = check({"cpu": PASSED})
+    totals = compare([both, gpu_only_fail, moved, cpu_only])
+    assert (totals["cpu"], totals["cuda"], totals["max"]) == (6, 4, 8)
+    assert list(totals["differs"]) == ["s1.c"] and totals["on_cuda"] == 3

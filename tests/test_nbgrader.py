@@ -47,7 +47,11 @@ from autograder.markers import BEGIN, END, HIDDEN_BEGIN
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "attention_lab"
-BIN = Path(sys.executable).parent  # nbgrader runs `alembic` from PATH: the same environment's
+# nbgrader runs `alembic` from PATH: the same environment's, beside Python's, or else the folder of the
+# `nbgrader` on PATH (packages installed with pip --target, on a machine whose Python holds a CUDA torch).
+BIN = Path(sys.executable).parent
+if not (BIN / "nbgrader").exists() and shutil.which("nbgrader"):
+    BIN = Path(shutil.which("nbgrader")).parent
 STUDENTS = ("alice", "bob", "carol", "mallory")
 NOISY = '''
 

@@ -64,7 +64,7 @@ def output(result):
 
 
 def measure(make, x, repeat, device):
-    module = make().to(device)
+    module = make().to(device, x.dtype)
 
     def forward():
         with torch.no_grad():
@@ -86,6 +86,8 @@ def main(argv=None):
     parser.add_argument("--heads", type=int, default=12)
     parser.add_argument("--kv-heads", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                        help="of the weights and inputs (bfloat16: where current models run, and the fused kernels' type)")
     parser.add_argument("--device", action="append", choices=["cpu", "cuda"],
                         help="where to time (repeatable; default: cpu, and cuda when present)")
     args = parser.parse_args(argv)
@@ -95,12 +97,13 @@ def main(argv=None):
     print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads"
           + (f", {torch.cuda.get_device_name()}" if "cuda" in devices else ""))
-    print(f"batch {args.batch}, {args.tokens} tokens, {args.width} wide, {args.heads} heads, float32, "
+    print(f"batch {args.batch}, {args.tokens} tokens, {args.width} wide, {args.heads} heads, {args.dtype}, "
           f"median of {args.repeat} after one warm-up, milliseconds\n")
     print("| layer | device | forward | forward + backward | forward speed-up over stage 4 |")
     print("| --- | --- | ---: | ---: | ---: |")
     for device in devices:
-        x = torch.randn(args.batch, args.tokens, args.width, generator=torch.Generator().manual_seed(0)).to(device)
+        x = torch.randn(args.batch, args.tokens, args.width, generator=torch.Generator().manual_seed(0))
+        x = x.to(device, getattr(torch, args.dtype))
         base = None
         for name, make in layers(args).items():
             fwd, both = measure(make, x, args.repeat, device)

@@ -15,10 +15,10 @@ from ..sandbox.runner import TASK_TIMEOUT_S, run_tasks
 from .config import CourseConfig
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
-from .judging import described
+from .judging import described, device_mismatch
 from .pictures import draw
 from .registry import Context, Fail, Note
-from .results import ERROR, FAILED, GRADER_ERROR, PASSED, CheckResult, Graded
+from .results import ERROR, FAILED, GRADER_ERROR, NOT_MEASURED, PASSED, CheckResult, Graded
 
 
 def available_devices():
@@ -47,7 +47,21 @@ class Verdict:
 def judge(check, obs, golden, device) -> Verdict:
     """One check's verdict on one device. Never raises: a ``Fail`` is the student's, an observation
     unlike the reference's that the judge could not handle is the student's too (it could not be
-    measured), and any other exception is the grader's own bug (ERROR), never the student's loss."""
+    measured), and any other exception is the grader's own bug (ERROR), never the student's loss.
+
+    A numeric check that failed on CUDA only because a tensor met one on the CPU is NOT_MEASURED
+    there: where tensors belong is what the device checks judge, on ``meta``, the same on every machine,
+    so the same code gets the same points with or without a GPU (the book's mask made inside a function
+    with ``torch.ones(n, n)`` runs on the CPU, and cannot on CUDA)."""
+    verdict = _judge(check, obs, golden, device)
+    if verdict.status == FAILED and device == "cuda" and "cpu" in check.devices:
+        met = device_mismatch(obs)
+        if met:
+            return Verdict(NOT_MEASURED, f"not measured on cuda, where it could not run: {met}")
+    return verdict
+
+
+def _judge(check, obs, golden, device) -> Verdict:
     try:
         if obs is None:
             return Verdict(FAILED, "no result came back for this check")
@@ -130,11 +144,15 @@ def combine(check, verdicts, skipped):
     """One result from the verdicts of every device the check ran on: it passes when all passed, and
     fails when the student's code failed on any. A grader error decides it only when nothing failed:
     then the outcome is unknown, and the check is the grader's to grade again."""
-    def said(d, text):
-        return text if len(verdicts) == 1 else f"[{d}] {text}"
+    failed = [(d, v.text) for d, v in verdicts.items() if v.status == FAILED]
+    same = len({text for _, text in failed}) == 1 and len(failed) == len(verdicts)
 
-    problems = [said(d, v.text) for d, v in verdicts.items() if v.status == FAILED]
-    notes = [said(d, v.text) for d, v in verdicts.items() if v.status == PASSED and v.text]
+    def said(d, text):  # the device named only where it makes a difference
+        return text if len(verdicts) == 1 or same else f"[{d}] {text}"
+
+    problems = list(dict.fromkeys(said(d, text) for d, text in failed))
+    notes = [said(d, v.text) for d, v in verdicts.items() if v.status in (PASSED, NOT_MEASURED) and v.text]
+    measured = [d for d, v in verdicts.items() if v.status != NOT_MEASURED]
     if not verdicts:
         problems.append(f"none of {', '.join(check.devices)} is available here")
     if problems:
@@ -142,11 +160,13 @@ def combine(check, verdicts, skipped):
     elif any(v.status == ERROR for v in verdicts.values()):
         status, lines = ERROR, [GRADER_ERROR]
     else:
-        where = f" (checked on {', '.join(verdicts)}; {', '.join(skipped)} not available)" if skipped else ""
-        status, lines = PASSED, ["passed" + where] + notes
+        # Where it was checked, always: the same code can pass on one device and fail on another.
+        missing = f"; {', '.join(skipped)} not available" if skipped else ""
+        status, lines = PASSED, [f"passed (checked on {', '.join(measured)}{missing})"] + notes
     values = {k: v for verdict in verdicts.values() if verdict.status == PASSED for k, v in verdict.values.items()}
     return CheckResult(check.id, check.stage, check.title, check.points, status, clean("\n".join(lines)),
-                       check.visibility, values if status == PASSED else {})
+                       check.visibility, values if status == PASSED else {},
+                       {d: v.status for d, v in verdicts.items()})
 
 
 FEEDBACK_MAX = 2000

@@ -1,6 +1,8 @@
 """Helpers the judges share: unwrap observations, compare numbers, describe errors."""
 from __future__ import annotations
 
+import re
+
 import torch
 
 from ..curriculum import STAGE_OF
@@ -20,6 +22,36 @@ def described(record):
     if record.get("type") == "NotHandedIn" and module in STAGE_OF:
         return f"stage {STAGE_OF[module]} ({module}.py) was not handed in"
     return describe_error(record)
+
+
+DEVICE_MISMATCH = re.compile(r"same device|Expected all tensors to be on|device type cuda but got", re.I)
+
+
+def device_mismatch(obs):
+    """The first error recorded in ``obs`` that is torch refusing to mix devices, else None."""
+    if isinstance(obs, dict):
+        record = obs.get("error")
+        if isinstance(record, dict) and DEVICE_MISMATCH.search(str(record.get("message", ""))):
+            return str(record["message"]).splitlines()[0][:200]
+        children = obs.values()
+    elif isinstance(obs, (list, tuple)):
+        children = obs
+    else:
+        return None
+    return next((met for child in children if (met := device_mismatch(child))), None)
+
+
+def forward_failure(out, device, what):
+    """A device check's look at a forward that ran on ``device``: None when it ran. An error costs points
+    only when torch refused to mix devices on a real device: on ``meta`` an op may lack a kernel, or run
+    where CUDA would refuse (an in-place fill with a CPU mask), and any other error (a wrong shape) is the
+    numeric checks' to judge, so that the same code gets the same points with or without a GPU. Returns
+    the note of a forward that could not run and costs nothing."""
+    if not (isinstance(out, dict) and "error" in out):
+        return None
+    if device == "meta" or not device_mismatch(out):
+        return f"{what}.forward could not run on {device} ({described(out['error'])}); judged by where its tensors went"
+    raise Fail(described(out["error"]))
 
 
 def get(obs, *keys):
@@ -84,9 +116,10 @@ def same(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
 
 
-def close(a, b, atol=ATOL, rtol=RTOL):
+def close(a, b, atol=ATOL, rtol=RTOL, equal_nan=False):
     """Equal up to rounding, compared in float64; tensors of different shapes are not close."""
-    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))
+    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol,
+                                                      equal_nan=equal_nan))
 
 
 def expect_dims(t, dims, what):

@@ -12,6 +12,9 @@ from .config import CourseConfig
 from .registry import registry
 
 PASSED, FAILED, ERROR = "passed", "failed", "error"  # ERROR: the grader's own fault, graded again later
+# A device's verdict that counts for nothing either way: a numeric check on CUDA whose code could not run
+# there because a tensor stayed on the CPU (see ``grade.judge``).
+NOT_MEASURED = "not measured"
 
 GRADER_ERROR = ("the grader failed on this check, which is not your fault: the check gets no points for now and "
                 "will be graded again once the grader is fixed")
@@ -27,6 +30,7 @@ class CheckResult:
     feedback: str
     visibility: str
     values: dict = field(default_factory=dict)  # what a passed check measured, name -> number (lower is better)
+    devices: dict = field(default_factory=dict)  # device -> its verdict's status there (where the check ran)
 
     @property
     def kind(self):

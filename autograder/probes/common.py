@@ -350,7 +350,8 @@ def device_report(build, weights, device, d_in):
     module = load_by_name(build(), weights)
     x = randn(2, 5, d_in, seed=31)
     module.eval()
-    reference = plain(module(x.clone())) if device != "meta" else None
+    # Its own numbers on the CPU, to compare with the device's; code that fails here is the numeric checks' to judge.
+    reference = attempt(lambda: plain(module(x.clone()))) if device != "meta" else None
     module.to(device)
     mask = getattr(module, "mask", None)
     report = {
@@ -364,7 +365,7 @@ def device_report(build, weights, device, d_in):
         with trace:
             out = module(x.to(device).clone())
         summary = meta_summary(out)
-        if device != "meta":
+        if device != "meta" and not (isinstance(reference, dict) and "error" in reference):
             summary["out"], summary["cpu_out"] = plain(out), reference
         return summary
 

@@ -39,6 +39,37 @@ def _warm_meta():
     torch.empty(2, device="meta") @ torch.empty(2, device="meta")
 
 
+def _warm_cuda():
+    """CUDA's first use (the driver, NVML through ctypes, cuBLAS, the attention kernels, the RNG)
+    happens here, trusted, before ``confine.arm`` refuses ctypes and before the tamper snapshot: else
+    the first probe on CUDA would be blamed for torch's own start. In the child, never in the fork
+    server: a CUDA context does not survive a fork."""
+    import torch
+    import torch.nn.functional as F
+
+    exact_float32()
+    x = torch.randn(2, 2, 8, 8, device="cuda", requires_grad=True)
+    future = torch.ones(8, 8, dtype=torch.bool, device="cuda").triu(1)
+    weights = F.dropout(torch.softmax((x @ x.transpose(-1, -2)).masked_fill(future, -torch.inf), -1), 0.5)
+    out = F.scaled_dot_product_attention(x, x, x, is_causal=True) + F.layer_norm(weights @ x, (8,))
+    F.linear(out, torch.ones(8, 8, device="cuda")).sum().backward()
+    torch.cuda.synchronize()
+    # Asked before the start, the device count is not kept, and asked again (torch.manual_seed before
+    # every task asks it) it is read through NVML's library by ctypes: now it is kept.
+    torch.cuda.device_count()
+    torch.manual_seed(0)
+
+
+def exact_float32():
+    """float32 products in full float32 on CUDA, as on the CPU: with TF32 (10-bit mantissas) a correct
+    layer on an Ampere or Hopper GPU misses the oracles' tolerance (rtol 1e-4) by an order of magnitude.
+    Set before every task, so that a submission that turns TF32 on costs only its own task."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def main(job_path):
     parent = os.getppid()  # the fork server
     job = protocol.Job.read(job_path)
@@ -51,6 +82,8 @@ def main(job_path):
     table = probes.load()
     if "meta" in job.devices:
         _warm_meta()  # a no-op when the server has done it
+    if "cuda" in job.devices:
+        _warm_cuda()
     lim = job.limits
     confine.limit(lim.memory, lim.file, lim.cpu * (len(job.tasks) + 2), lim.processes,
                   address_space="cuda" not in job.devices)
@@ -87,6 +120,7 @@ def main(job_path):
         hand = None if task.kind == "import" or table[task.name].library_attention else confine.HandWritten()
         torch.manual_seed(0)
         torch.set_default_dtype(torch.float32)
+        exact_float32()
         with torch.enable_grad(), hand or contextlib.nullcontext():
             if task.kind == "import":
                 result = probes.attempt(lambda: lab.load(task.name) and {"ok": True})

@@ -35,7 +35,7 @@ CPU_PER_WALL = 2.0  # CPU seconds allowed per wall-clock second of a task (torch
 MEMORY_LIMIT = 4 * 2**30
 FILE_LIMIT = 16 * 2**20  # any one file the child writes, its error output included
 EXTRA_PROCESSES = 32  # threads and processes beyond those the child has when it confines itself
-STRIKES = 2  # crashes or hangs of one stage's code before the grader stops calling it
+STRIKES = 2  # probes of one stage whose code crashed or hung before the grader stops calling it
 POLL_S = 0.02
 
 
@@ -89,7 +89,7 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     run = Run({})
     results: dict[int, dict] = {}
     broken: dict[str, str] = {}
-    strikes: dict[str, int] = {}
+    struck: dict[str, set] = {}
     pending = list(range(len(tasks)))
     try:
         while pending:
@@ -103,10 +103,12 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
             if blamed is not None and blamed not in results:
                 task = tasks[blamed]
                 results[blamed] = why
-                strikes[task.stage] = strikes.get(task.stage, 0) + 1
+                # Strikes count the stage's probes that crashed or hung, not the tasks: one probe hanging
+                # on the CPU and again on CUDA is one attack, and costs no more with a GPU than without.
+                struck.setdefault(task.stage, set()).add(task.name)
                 if task.kind == "import":
                     broken[task.name] = why["error"]["message"]
-                elif strikes[task.stage] >= STRIKES:
+                elif len(struck[task.stage]) >= STRIKES:
                     for i in pending:
                         if i not in results and tasks[i].stage == task.stage:
                             results[i] = error("NotRun", f"not run: this stage's code crashed or hung {STRIKES} "
@@ -122,8 +124,9 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
 
 def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
     """An upper bound on ``run_tasks``'s wall time: every task runs to its timeout, and each of
-    the crashes or hangs the strikes allow starts a child that takes as long as it may to start."""
-    starts = 1 + STRIKES * len({t.stage for t in tasks})
+    the crashes or hangs the strikes allow (one per probe and device) starts a child that takes as long as
+    it may to start."""
+    starts = 1 + STRIKES * len({t.stage for t in tasks}) * len({t.device for t in tasks})
     return len(tasks) * (timeout_s + 1) + starts * START_TIMEOUT_S
 
 

@@ -5,10 +5,9 @@ from ...probes.common import DROPOUT_P
 from ...probes.stage3 import SHAPE_CONFIGS, expected_shape
 from ...public import book
 from ...public.feedback import describe_future
-from ..forms import is_error_record
-from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close,
-                       described, expect, expect_book, expect_book_batch, expect_close, expect_golden,
-                       expect_rows_sum_to_one, get, same)
+from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close, expect,
+                       expect_book, expect_book_batch, expect_close, expect_golden, expect_rows_sum_to_one,
+                       forward_failure, get, same)
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(3)
@@ -92,9 +91,8 @@ def causal_eval(obs, ctx):
 
 
 def check_device(obs, device, what):
-    """Judge ``device_report``: by where the module's tensors went and which devices its forward met.
-    Whether forward raised is asked only of a real device: on ``meta`` an op may lack a kernel, or
-    run where CUDA would refuse (an in-place fill with a CPU mask), so there it costs nothing."""
+    """Judge ``device_report``: by where the module's tensors went and which devices its forward met,
+    and by its forward where it ran (``forward_failure``)."""
     rep = get(obs)
     expect(rep["mask_is_buffer"], f"{what}.mask is not a registered buffer, so .to({device!r}) does not move it")
     expect(rep["mask_device"] == device, f"after {what}.to({device!r}) the mask is on {rep['mask_device']}")
@@ -104,14 +102,12 @@ def check_device(obs, device, what):
            f"({rep['strays'][0] if rep['strays'] else ''}): a tensor made in forward needs device=x.device, and one "
            "kept on the module must be a buffer")
     out = rep["forward"]
-    if is_error_record(out):
-        if device == "meta":
-            return (f"{what}.forward could not run on the meta device ({described(out['error'])}); "
-                    "judged by where its tensors went")
-        raise Fail(described(out["error"]))
+    note = forward_failure(out, device, what)
+    if note:
+        return note
     expect(out["device"] == device, f"{what} on {device} returned an output on {out['device']}")
     if "out" in out:
-        expect(close(out["out"], out["cpu_out"], atol=1e-4, rtol=1e-4),
+        expect(close(out["out"], out["cpu_out"], atol=1e-4, rtol=1e-4, equal_nan=True),  # nan where the CPU has nan
                f"{what} on {device} gives different numbers than on the CPU")
 
 

@@ -1,7 +1,7 @@
 """Stage 5 judges: the mask as a plain attribute versus a registered buffer."""
 from ...probes.stage5 import WITH, WITHOUT
 from ..forms import is_error_record
-from ..judging import LAYER, expect, expect_close, get
+from ..judging import LAYER, device_mismatch, expect, expect_close, get
 from ..registry import MOVES, NUMERIC, Checks
 from .stage3 import check_device, check_state_dict
 
@@ -43,7 +43,7 @@ def without_device(obs, ctx):
            f"it is on {rep['mask_device']}")
     if ctx.device != "meta":
         fwd = rep["forward"]
-        expect(is_error_record(fwd) and fwd["error"]["type"] == "RuntimeError",
+        expect(is_error_record(fwd) and device_mismatch(fwd),
                f"{WITHOUT} moved to {ctx.device} should fail in forward because its mask stayed on the CPU "
                "(the seeds' 'expected self and mask to be on the same device')")
 

@@ -9,10 +9,9 @@ from ...probes.stage7 import (D_FF, DECODER_CASES, ENCODER_CASES, FFN_DROPOUT_BI
                               X5, X_FFN_DROPOUT, X_PE, X_PE_DROPOUT, XQ, H, decoder_weights, encoder_weights,
                               ffn_dropout_weights, mha_weights)
 from ...public import oracles
-from ..forms import is_error_record
 from ..judging import (ALL_HIDDEN_HINT, LAYER, check_divisibility, check_dropout, check_eval, check_gradients,
-                       check_inverted_dropout, check_leak, check_padding, close, described, expect, expect_close,
-                       expect_finite, expect_golden, expect_rows_sum_to_one, get, same)
+                       check_inverted_dropout, check_leak, check_padding, close, expect, expect_close, expect_finite,
+                       expect_golden, expect_rows_sum_to_one, forward_failure, get, same)
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(7)
@@ -264,10 +263,9 @@ def pe_device(obs, ctx):
     expect(not r["strays"], f"PositionalEncoding.forward on {ctx.device} used a tensor that is not on {ctx.device} "
            f"({r['strays'][0] if r['strays'] else ''}); keep the table as a buffer and slice it")
     out = r["forward"]
-    if is_error_record(out):
-        if ctx.device == "meta":  # an op without a meta kernel: judged by where the tensors went
-            return f"forward could not run on the meta device ({described(out['error'])})"
-        raise Fail(described(out["error"]))
+    note = forward_failure(out, ctx.device, "PositionalEncoding")
+    if note:
+        return note
     expect(out["device"] == ctx.device, f"the output is on {out['device']} for a module and input on {ctx.device}")
 
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The kit's CUDA half, in one command, on a Linux machine with an NVIDIA GPU and a CUDA build of torch
+# (CI's machines have none, so this is run by hand: see docs/benchmarks.md for the last run's figures).
+#
+#   bash tests/gpu/run.sh [OUT]          OUT: where the logs go (default: gpu-run/)
+#   WHEELS=DIR bash tests/gpu/run.sh     first install the test requirements from wheels in DIR
+#                                        (machines without a package index), next to that machine's torch
+#
+# It runs, in order, each step's output in OUT and whatever fails:
+#   1. the whole suite, with CUDA required (a test that would skip for want of CUDA fails instead);
+#   2. `attention-lab grade` of the reference and of the stubs, on every device;
+#   3. the reference, the stubs and every zoo entry graded on the CPU and on CUDA, their points compared;
+#   4. the timings: the layers (fp32 and bf16, GPT-2 size and 8k tokens), one submission, a class.
+# and ends with one summary line. STEPS="suite grading agreement timings" (the default) picks steps, for
+# a machine that lends a GPU in shorter spells than the whole run (about 10 minutes on one H100); SUITE_ARGS
+# adds arguments to the suite's pytest.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-gpu-run}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+if [ -n "${WHEELS:-}" ]; then
+    site=$(mktemp -d)
+    "$py" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$WHEELS"/*.whl || exit 2
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PATH="$site/bin:$PATH"  # nbgrader's and alembic's commands
+fi
+"$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else "no CUDA device here")' || exit 2
+"$py" -c 'import torch; print("torch", torch.__version__, "on", torch.cuda.get_device_name())' | tee "$out/device.txt"
+export ATTENTION_LAB_CUDA_TESTS=required PYTHONUNBUFFERED=1
+failed=()
+step() {  # step NAME COMMAND...: run it, log it, remember a failure
+    local name=$1; shift
+    echo "== $name: $*"
+    "$@" 2>&1 | tee "$out/$name.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || failed+=("$name")
+}
+steps=" ${STEPS:-suite grading agreement timings} "
+if [[ $steps == *" suite "* ]]; then
+    # shellcheck disable=SC2086  # SUITE_ARGS: more pytest arguments, split on spaces (--ignore=..., -k ...)
+    step suite "$py" -m pytest -q -p no:cacheprovider -n auto --dist loadscope --no-loadscope-reorder -rs ${SUITE_ARGS:-}
+fi
+if [[ $steps == *" grading "* ]]; then
+    step solutions "$py" -m autograder.cli grade solutions --verbose --json "$out/solutions.json"
+    step assignments "$py" -m autograder.cli grade assignments --json "$out/assignments.json"
+fi
+if [[ $steps == *" agreement "* ]]; then
+    step agreement "$py" -m tools.device_agreement --json "$out/agreement.json"
+fi
+if [[ $steps == *" timings "* ]]; then
+    for dtype in float32 bfloat16; do
+        step "layers-gpt2-$dtype" "$py" -m tools.bench_attention --device cuda --dtype "$dtype"
+        step "layers-8k-$dtype" "$py" -m tools.bench_attention --device cuda --dtype "$dtype" --batch 1 --tokens 8192
+    done
+    step one-submission "$py" -m tools.bench
+    step class "$py" -m tools.bench_class --students 100
+fi
+
+suite=$(grep -sE '^=* ?[0-9]+ (passed|failed).* in ' "$out/suite.log" | tail -1 | tr -d '=')
+agree=$(grep -s '^device agreement:' "$out/agreement.log" | tail -1)
+echo "GPU run: ${failed[*]:+FAILED in ${failed[*]}; }suite:${suite:- no summary}; ${agree:-no agreement summary}"
+[ ${#failed[@]} = 0 ]
