@@ -40,6 +40,10 @@ STAGES = {
         Stage(8, "modern", "attention as current models run it",
               "grouped-query and multi-query attention, a KV cache for decoding one token at a time, "
               "fast attention with F.scaled_dot_product_attention, graded on speed"),
+        Stage(9, "frontier", "attention in today's open models",
+              "rotary position embeddings, sliding-window attention with a bounded cache, multi-head latent "
+              "attention, and what each cache costs in bytes",
+              builds_on=("modern",)),  # RopeGroupedQueryAttention extends stage 8's GroupedQueryAttention
     )
 }
 

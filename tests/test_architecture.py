@@ -4,6 +4,7 @@ import contracts are checked by `lint-imports`, which CI runs before the tests.)
 import hashlib
 import importlib
 
+from autograder.curriculum import STAGES
 from autograder.delivery.classrun.grade_all import kit_fingerprint
 from autograder.paths import KIT_PACKAGE, KIT_ROOT, runtime_files
 
@@ -33,9 +34,9 @@ def test_checks_and_probes_are_gathered_by_a_call_not_registered_by_importing():
     from autograder import probes
     from autograder.grading import registry
 
-    for stage in range(1, 9):
+    for stage in STAGES:
         module = importlib.import_module(f"autograder.grading.checks.stage{stage}")
         assert module.CHECKS and all(c.stage == stage for c in module.CHECKS)
     assert len(registry.registry()) == sum(len(importlib.import_module(f"autograder.grading.checks.stage{s}").CHECKS)
-                                           for s in range(1, 9))
+                                           for s in STAGES)
     assert {c.probe for c in registry.all_checks()} <= set(probes.load())

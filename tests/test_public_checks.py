@@ -245,7 +245,8 @@ NO_FALSE_ALARM = ([(p, ("-k", CAUSAL_CHECK)) for p in CORRECT + SEEDS
                    if read_entry(p)["MODULE"] == "multihead" and _defines(p, "MultiHeadAttentionPyTorch")]
                   + [(p, ("-m", "stage8", "-k", "not speed")) for p in CORRECT + SEEDS
                      if read_entry(p)["MODULE"] == "modern" and _defines(p, "GroupedQueryAttention",
-                                                                           "FastMultiHeadAttention")])
+                                                                           "FastMultiHeadAttention")]
+                  + [(p, ("-m", "stage9")) for p in CORRECT + SEEDS if read_entry(p)["MODULE"] == "frontier"])
 
 
 @pytest.fixture(scope="module")

@@ -2,12 +2,14 @@
 
 For stage 4's ``MultiHeadAttention`` (the reference), its ``MultiHeadAttentionWrapper`` (a stack
 of ``CausalAttention`` heads), stage 8's ``FastMultiHeadAttention``, ``nn.MultiheadAttention``
-(through stage 4's ``MultiHeadAttentionPyTorch``) and stage 8's ``GroupedQueryAttention``, all
-from ``solutions/``, it prints a Markdown table of the median time of a forward pass (eval mode,
-no autograd) and of a forward plus backward pass (train mode, dropout 0), on the CPU and on CUDA
-when there is one. The default size is GPT-2's attention on a batch: 8 sequences of 1024 tokens,
-768 wide, 12 heads (GQA: 4 key/value heads). Each layer is warmed up once, then timed ``--repeat``
-times; the figures are wall-clock milliseconds.
+(through stage 4's ``MultiHeadAttentionPyTorch``), stage 8's ``GroupedQueryAttention`` and stage 9's
+rotary, sliding-window and latent layers, all from ``solutions/``, it prints a Markdown table of the
+median time of a forward pass (eval mode, no autograd) and of a forward plus backward pass (train
+mode, dropout 0), on the CPU and on CUDA when there is one. The default size is GPT-2's attention
+on a batch: 8 sequences of 1024 tokens, 768 wide, 12 heads (GQA: 4 key/value heads; stage 9: a
+window of 256 tokens, a latent of 128).
+Each layer is warmed up once, then timed ``--repeat`` times; the figures are wall-clock
+milliseconds. Then a table of what each kind's KV cache costs per token at that size (12 layers, bf16).
 """
 from __future__ import annotations
 
@@ -28,13 +30,13 @@ def reference():
     """The reference package in ``solutions/`` (``attention_lab``), imported from there."""
     sys.path.insert(0, str(KIT_ROOT / "solutions"))
     try:
-        return importlib.import_module("attention_lab.multihead"), importlib.import_module("attention_lab.modern")
+        return [importlib.import_module(f"attention_lab.{m}") for m in ("multihead", "modern", "frontier")]
     finally:
         sys.path.pop(0)
 
 
 def layers(args):
-    multihead, modern = reference()
+    multihead, modern, frontier = reference()
     d, n, h = args.width, args.tokens, args.heads
     return {
         "stage 4 `MultiHeadAttention` (reference)": lambda: multihead.MultiHeadAttention(d, d, n, 0.0, h),
@@ -44,7 +46,32 @@ def layers(args):
             lambda: multihead.MultiHeadAttentionPyTorch(d, d, n, 0.0, h)),
         f"stage 8 `GroupedQueryAttention`, {args.kv_heads} kv heads": (
             lambda: modern.GroupedQueryAttention(d, d, n, h, args.kv_heads)),
+        f"stage 9 `RopeGroupedQueryAttention`, {args.kv_heads} kv heads": (
+            lambda: frontier.RopeGroupedQueryAttention(d, d, n, h, args.kv_heads)),
+        f"stage 9 `SlidingWindowAttention`, window {args.window}": (
+            lambda: frontier.SlidingWindowAttention(d, d, n, h, args.window)),
+        f"stage 9 `MultiHeadLatentAttention`, latent {args.latent}": (
+            lambda: frontier.MultiHeadLatentAttention(d, d, n, h, args.latent)),
     }
+
+
+def cache_table(args):
+    """Bytes of KV cache per token of context, for each kind at the same model size (``--layers`` of
+    this width and these heads, ``--tokens`` of context, bf16): what the cache costs, from the
+    reference's ``kv_cache_bytes``."""
+    frontier = reference()[2]
+    d, h, n = args.width, args.heads, args.tokens
+    kinds = {"MHA": ("mha", {}), f"GQA, {args.kv_heads} kv heads": ("gqa", {"n_kv_heads": args.kv_heads}),
+             f"MLA, latent {args.latent}": ("mla", {"latent_dim": args.latent}),
+             f"SWA, window {args.window}": ("swa", {"window": args.window})}
+    print(f"\nKV cache per token of context: {args.layers} layers, {d} wide, {h} heads, {n} tokens of context, "
+          "bf16\n")
+    print("| cache | bytes per token | of MHA's |")
+    print("| --- | ---: | ---: |")
+    full = frontier.kv_cache_bytes("mha", 1, n, args.layers, d, h) / n
+    for name, (kind, extra) in kinds.items():
+        per_token = frontier.kv_cache_bytes(kind, 1, n, args.layers, d, h, **extra) / n
+        print(f"| {name} | {per_token:,.0f} | {per_token / full:.1%} |")
 
 
 def median_ms(run, repeat, device):
@@ -85,9 +112,13 @@ def main(argv=None):
     parser.add_argument("--width", type=int, default=768)
     parser.add_argument("--heads", type=int, default=12)
     parser.add_argument("--kv-heads", type=int, default=4)
+    parser.add_argument("--window", type=int, default=256, help="stage 9's sliding window")
+    parser.add_argument("--latent", type=int, default=128, help="stage 9's latent width")
+    parser.add_argument("--layers", type=int, default=12, help="layers of the model whose cache is counted")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
-                        help="of the weights and inputs (bfloat16: where current models run, and the fused kernels' type)")
+                        help="of the weights and inputs (bfloat16: where current models run, and the fused "
+                             "kernels' type)")
     parser.add_argument("--device", action="append", choices=["cpu", "cuda"],
                         help="where to time (repeatable; default: cpu, and cuda when present)")
     args = parser.parse_args(argv)
@@ -109,6 +140,7 @@ def main(argv=None):
             fwd, both = measure(make, x, args.repeat, device)
             base = base or fwd
             print(f"| {name} | {device} | {fwd:.1f} | {both:.1f} | {base / fwd:.2f}x |", flush=True)
+    cache_table(args)
 
 
 if __name__ == "__main__":

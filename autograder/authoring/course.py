@@ -280,6 +280,7 @@ LOOK = {
     6: ("SelfAttentionFused", "SelfAttentionFused(3)"),
     7: ("scaled_dot_product_attention", "lambda x: scaled_dot_product_attention(x, x, x)[1]"),
     8: ("GroupedQueryAttention", "GroupedQueryAttention(3, 4, 6, 2, 1)"),
+    9: ("SlidingWindowAttention", "SlidingWindowAttention(3, 4, 6, 2, window=3)"),  # the band shows
 }
 
 LOOK_CELL = """\

@@ -308,7 +308,8 @@ def show_attention(layer_or_function, inputs=None, tokens=TOKENS, causal=None):
         inputs = INPUTS
     name = getattr(layer_or_function, "__name__", type(layer_or_function).__name__)
     if causal is None:
-        causal = any(word in name.lower() for word in ("causal", "multihead", "grouped", "fast", "decoder"))
+        causal = any(word in name.lower() for word in ("causal", "multihead", "grouped", "fast", "decoder", "window",
+                                                         "latent"))
     if isinstance(layer_or_function, torch.nn.Module):
         layer_or_function.eval()
         out, weights = attention_of(layer_or_function, inputs.unsqueeze(0))

@@ -1,0 +1,217 @@
+"""Stage 9: attention in today's open models.
+
+Stage 8 built the attention of models from 2023: grouped-query attention with a KV cache. The open
+models a learner downloads today change four more things, and this stage builds each of them:
+
+- **Rotary position embeddings (RoPE).** Instead of adding a position vector to the input (stage 7),
+  every query and key is *rotated* by an angle that grows with its position, pair of dimensions by
+  pair of dimensions, each pair at its own frequency. The dot product of two rotated vectors depends
+  only on the difference of their angles, so a score sees how far apart two tokens are, not where
+  they are. Llama, Mistral, Qwen, Gemma and DeepSeek all use it.
+- **Sliding-window attention (SWA).** Each token sees only the ``window`` most recent tokens,
+  itself included. The cache then never needs more than ``window - 1`` past tokens, however long
+  the text grows (Mistral 7B, and every other layer of Gemma 2 and 3).
+- **Multi-head latent attention (MLA).** Keys and values are both made from one small *latent*
+  vector per token, and only the latents are cached: ``latent_dim`` numbers per token and layer
+  instead of ``2 * d_out`` (DeepSeek-V2 and V3).
+- **What a cache costs.** ``kv_cache_bytes`` puts numbers on all of the above.
+
+``F.scaled_dot_product_attention`` is allowed in this stage (stage 8 taught it); the point here is
+what goes into the keys, and which keys each query sees.
+"""
+import math
+
+import torch
+import torch.nn as nn
+
+from .modern import GroupedQueryAttention, repeat_kv
+
+
+def _attend(queries, keys, values, hidden, dropout):
+    """softmax(Q K^T / sqrt(d)) V for queries (b, h, n, d) and keys, values (b, h_kv, m, d), with the
+    key/value heads repeated for their groups of query heads; ``hidden``: bool (n, m), True where a
+    query must not see a key. Returns (b, n, h * d)."""
+    b, h, n, d = queries.shape
+    groups = h // keys.shape[1]
+    scores = queries @ repeat_kv(keys, groups).transpose(2, 3) / math.sqrt(d)
+    weights = dropout(torch.softmax(scores.masked_fill(hidden, -torch.inf), dim=-1))
+    return (weights @ repeat_kv(values, groups)).transpose(1, 2).reshape(b, n, h * d)
+
+
+# ---------------------------------------------------------------- rotary position embeddings
+
+def rope_tables(head_dim, context_length, base=10000.0):
+    """The cosines and sines of RoPE's angles, each of shape (context_length, head_dim), float32.
+
+    Dimension pair ``i`` (``i < head_dim // 2``) turns at the frequency ``base ** (-2 i / head_dim)``,
+    so position ``p`` turns it by the angle ``p * base ** (-2 i / head_dim)``: the first pairs turn
+    fast, the last ones slowly. In the "rotate half" layout (below), pair ``i`` is made of dimensions
+    ``i`` and ``i + head_dim // 2``, so both halves of a row hold the same angles:
+    ``cos[p] = cat(cos(angles), cos(angles))``, likewise ``sin``.
+
+    Raises ``ValueError`` when ``head_dim`` is odd (the dimensions go in pairs).
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+
+def apply_rope(x, cos, sin, offset=0):
+    """Rotates the queries or keys ``x``, (batch, heads, seq, head_dim), by their positions.
+
+    Token ``t`` of ``x`` sits at position ``offset + t``: with a KV cache of ``past`` tokens, the new
+    tokens are rotated with ``offset=past``, so that a token gets the same rotation whether it is
+    fed alone or within the whole sequence.
+
+    The "rotate half" layout (Llama's code in the Hugging Face ecosystem, GPT-NeoX's, hence also called
+    "NeoX style"; this lab's): dimension ``i`` of the first half and dimension ``i`` of the second half
+    form a pair, and
+
+        out = x * cos + rotate_half(x) * sin,   rotate_half(x) = cat(-x[..., d/2:], x[..., :d/2])
+
+    with the rows ``offset .. offset + seq - 1`` of the tables. The other layout, *interleaved*
+    (the RoPE paper's, GPT-J's, and Meta's original Llama code with complex numbers), pairs
+    neighbouring dimensions ``2i`` and ``2i + 1`` instead. Both rotate by the same
+    angles; what tells them apart is which dimensions turn together. A checkpoint made for one layout
+    gives nonsense in the other unless its query/key weights are permuted.
+
+    Returns a tensor of x's shape and dtype; x itself is left unchanged. Raises ``ValueError`` when
+    ``offset + seq`` exceeds the tables' length.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+
+class RopeGroupedQueryAttention(GroupedQueryAttention):
+    """Stage 8's ``GroupedQueryAttention`` with RoPE, as Llama 3, Mistral and Qwen run it.
+
+    The same arguments, layers, cache and errors as ``GroupedQueryAttention`` (``num_heads`` and
+    ``num_kv_heads`` before ``dropout``), with ``rope_base`` last, and two more buffers: ``cos`` and
+    ``sin``, ``rope_tables(head_dim, context_length, rope_base)``. They move with ``.to(device)``, but
+    are registered with ``persistent=False``: they follow from the configuration, so they are not
+    saved in the ``state_dict`` (as Llama's code does).
+
+    In ``forward(x, cache=None)`` the queries and keys are rotated, with ``apply_rope`` at
+    ``offset=past``, right after they are split into heads and *before* the keys are cached: the
+    cache holds rotated keys, and a token decoded at position ``p`` is rotated at ``p``. Values are
+    not rotated. The rest is stage 8's.
+    """
+
+    def __init__(self, d_in, d_out, context_length, num_heads, num_kv_heads, dropout=0.0, qkv_bias=False,
+                 rope_base=10000.0):
+        super().__init__(d_in, d_out, context_length, num_heads, num_kv_heads, dropout, qkv_bias)
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+    def forward(self, x, cache=None):
+        # TODO: as stage 8's forward, with apply_rope(..., offset=past) on the queries and on the new
+        #       keys after splitting them into heads, before the cached keys are put in front.
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+
+# ---------------------------------------------------------------- sliding windows
+
+class SlidingWindowAttention(nn.Module):
+    """Causal multi-head attention in which every token sees at most the ``window`` most recent
+    tokens, itself included: token ``t`` sees tokens ``t - window + 1 .. t``.
+
+    The layers are stage 4's ``MultiHeadAttention``'s: ``W_query``, ``W_key``, ``W_value``
+    (``nn.Linear(d_in, d_out, bias=qkv_bias)``), ``out_proj`` (``nn.Linear(d_out, d_out)``), dropout
+    on the attention weights; with ``window >= seq`` it *is* that layer.
+
+    ``forward(x, cache=None)`` returns ``(out, cache)``, like stage 8's layers: ``cache`` is None for a
+    new sequence, or the ``(keys, values)`` returned by the previous call, each of shape
+    (batch, num_heads, kept, head_dim), the projected keys and values of the last ``kept`` tokens.
+    The returned cache keeps at most ``window - 1`` tokens (the most recent ones): the next token
+    sees those and itself, and nothing older, so the cache never grows past the window, however long
+    the sequence is decoded. Feeding a sequence in pieces gives the same outputs as feeding it whole.
+
+    ``context_length`` bounds the tokens of one call (``ValueError`` beyond it); with a cache, decoding
+    may go on past it. Raises ``ValueError`` when ``d_out`` is not divisible by ``num_heads`` or
+    ``window`` is less than 1.
+    """
+
+    def __init__(self, d_in, d_out, context_length, num_heads, window, dropout=0.0, qkv_bias=False):
+        super().__init__()
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+    def forward(self, x, cache=None):
+        # TODO: project and split into heads; put the cached keys/values (kept tokens) in front; the
+        #       query at row t (position kept + t among the keys) sees keys kept + t - window + 1 ..
+        #       kept + t: build that band as a bool mask on x's device; keep the last window - 1
+        #       keys and values as the new cache.
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+
+# ---------------------------------------------------------------- latent attention
+
+class MultiHeadLatentAttention(nn.Module):
+    """Causal multi-head attention whose keys and values come from one cached latent per token.
+
+    The layers (no biases but ``out_proj``'s):
+
+    - ``W_query``: ``nn.Linear(d_in, d_out)``, as in stage 4;
+    - ``W_kv_down``: ``nn.Linear(d_in, latent_dim)``, shared by keys and values and by every head:
+      the latent ``c = W_kv_down(x)``, the only thing cached;
+    - ``W_key_up``, ``W_value_up``: ``nn.Linear(latent_dim, d_out)``, the per-head up-projections
+      (head ``h`` owns rows ``h * head_dim .. (h + 1) * head_dim - 1``): keys ``W_key_up(c)``, values
+      ``W_value_up(c)``;
+    - ``out_proj``: ``nn.Linear(d_out, d_out)`` (with bias);
+    - ``mask``: a bool buffer (context_length, context_length), True above the diagonal, as stage 8's;
+    - dropout on the attention weights.
+
+    So this is multi-head attention whose key weight is ``W_key_up.weight @ W_kv_down.weight`` (and
+    likewise for values), a product of rank at most ``latent_dim``.
+
+    ``forward(x, cache=None)`` returns ``(out, cache)``: the cache is one tensor, the latents of the
+    tokens so far, (batch, past + n, latent_dim), or None for a new sequence. Raises ``ValueError``
+    when ``d_out`` is not divisible by ``num_heads`` or the cache would grow past ``context_length``.
+
+    DeepSeek-V2 and V3 add two things left out here. A layer norm on the latent. And RoPE: a rotated
+    key cannot be folded into ``W_key_up`` (the rotation depends on the position), so they give each
+    head a few more query dimensions and all heads one shared key of ``qk_rope_head_dim`` dimensions
+    that carry RoPE ("decoupled RoPE"); that small key is cached beside the latent (512 + 64 numbers
+    per token and layer in DeepSeek-V3).
+    """
+
+    def __init__(self, d_in, d_out, context_length, num_heads, latent_dim, dropout=0.0):
+        super().__init__()
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+    def forward(self, x, cache=None):
+        # TODO: latents of the new tokens, after the cached ones (torch.cat on the token dimension);
+        #       queries from x; keys and values up-projected from all the latents; split into heads;
+        #       causal attention with rows past..past+n-1 of the mask; return the latents as the cache.
+        # YOUR CODE HERE
+        raise NotImplementedError()
+
+
+# ---------------------------------------------------------------- what a cache costs
+
+BYTES_PER_NUMBER = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+
+def kv_cache_bytes(kind, batch, context_length, n_layers, emb_dim, n_heads, n_kv_heads=None, latent_dim=None,
+                   window=None, dtype="bf16"):
+    """The bytes of the KV cache of a whole model holding ``context_length`` tokens of ``batch`` sequences.
+
+    With ``head_dim = emb_dim // n_heads`` and ``bytes`` per number of ``dtype`` (fp32 4, bf16 and fp16
+    2, fp8 1), per token and layer the cache holds:
+
+    - ``"mha"``: a key and a value per head, ``2 * n_heads * head_dim`` numbers;
+    - ``"gqa"``: a key and a value per key/value head, ``2 * n_kv_heads * head_dim``;
+    - ``"mla"``: the latent, ``latent_dim`` (for DeepSeek's decoupled RoPE, pass the latent plus the
+      shared rotary key: 512 + 64);
+    - ``"swa"``: as ``"gqa"`` (``n_kv_heads`` defaults to ``n_heads``), but for at most ``window``
+      tokens: ``min(context_length, window)`` of them (the ``window - 1`` kept and the token being
+      decoded).
+
+    The total is that times ``bytes * n_layers * batch`` and the number of tokens. Raises
+    ``ValueError`` for an unknown ``kind`` or ``dtype``, or when the kind's argument
+    (``n_kv_heads`` for gqa, ``latent_dim`` for mla, ``window`` for swa) is missing.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError()

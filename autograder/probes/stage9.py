@@ -1,0 +1,350 @@
+"""Stage 9 probes: rotary positions, sliding windows, latent attention, and what a cache costs.
+
+Library attention is allowed in this stage (its point is what goes into the keys and which keys a
+query sees), so its probes run without the guard that refuses it.
+"""
+import torch
+import torch.nn as nn
+
+from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, attempt, dropout_report, dropout_weights,
+                     eval_report, gradient_report, leak_report, linear_weights, load_by_name, plain, raised, randn,
+                     shape_reports)
+from .stage3 import D_IN
+from .stage3 import X as X4
+from .stage4 import mha_weights
+from .stage8 import Output, decode, gqa_weights, split
+
+PROBES = Probes(library_attention=True)
+
+DIM, HEADS, KV_HEADS, CONTEXT = 16, 4, 2, 24
+HEAD_DIM = DIM // HEADS  # 4: rotate-half pairs (0, 2), (1, 3); interleaved pairs (0, 1), (2, 3)
+WINDOW, LATENT = 4, 6
+X = randn(2, 3 * WINDOW + 1, DIM, seed=90)  # 13 tokens: a rolling cache is tested past 3 windows
+FULL = 8  # tokens of X the known-weights probes feed at once
+PIECES = (3, 2, 1, 1, 1)  # a prefill, then a chunk, then single tokens: FULL tokens in all
+
+
+def kit_tables(head_dim, context_length, base=10000.0):
+    """RoPE's tables, rotate-half layout, as the lab's docstring states them: the probes rotate with
+    these, so that ``apply_rope`` is judged apart from the student's ``rope_tables``."""
+    frequencies = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    angles = torch.arange(context_length, dtype=torch.float32)[:, None] * frequencies[None, :]
+    angles = torch.cat([angles, angles], dim=-1)
+    return angles.cos(), angles.sin()
+
+
+def pair_of_tensors(result, what):
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise ProbeError(f"{what} should return a pair (cos, sin), but returned a {type(result).__name__}")
+    return {name: plain(t, f"{what}'s {name}") for t, name in zip(result, ("cos", "sin"))}
+
+
+# ---------------------------------------------------------------- RoPE
+
+TABLE_CASES = {"small": (8, 6, 10000.0), "base100": (6, 5, 100.0)}  # head_dim, context_length, base
+
+
+@PROBES.add("s9.rope.tables")
+def rope_tables(lab, device):
+    def run(head_dim, context, base):
+        return pair_of_tensors(lab.frontier.rope_tables(head_dim, context, base),
+                               f"rope_tables({head_dim}, {context}, base={base})")
+
+    return {**{case: attempt(run, *args) for case, args in TABLE_CASES.items()},
+            "odd": attempt(raised, lambda: lab.frontier.rope_tables(5, 4))}
+
+
+Q = randn(2, 3, 5, 8, seed=91)  # (batch, heads, seq, head_dim)
+RELATIVE = ((3, 1), (6, 4), (11, 9), (2, 2), (8, 8))  # (query position, key position): two differences
+
+
+@PROBES.add("s9.rope.apply")
+def rope_apply(lab, device):
+    cos, sin = (t.to(device) for t in kit_tables(8, 16))
+
+    def rotate(x, offset=0):
+        return lab.frontier.apply_rope(x.to(device), cos, sin, offset)
+
+    def untouched():
+        x = Q.to(device).clone()
+        rotate(x, 2)
+        return plain(x, "x after apply_rope")
+
+    def relative():
+        q, k = randn(1, 1, 1, 8, seed=92), randn(1, 1, 1, 8, seed=93)
+        return torch.tensor([float((plain(rotate(q, m)) * plain(rotate(k, n))).sum()) for m, n in RELATIVE])
+
+    return {"at0": attempt(lambda: plain(rotate(Q))), "at3": attempt(lambda: plain(rotate(Q, 3))),
+            "float64": attempt(lambda: plain(rotate(Q.double(), 1))), "untouched": attempt(untouched),
+            "relative": attempt(relative),
+            "past_end": attempt(raised, lambda: lab.frontier.apply_rope(Q.to(device), cos[:4], sin[:4]),
+                                any_error=True)}
+
+
+def rope_gqa(lab, bias=True, context=CONTEXT, **options):
+    return lab.frontier.RopeGroupedQueryAttention(DIM, DIM, context, HEADS, KV_HEADS, qkv_bias=bias, **options)
+
+
+def known_rope_gqa(lab, device, **options):
+    weights = gqa_weights(HEADS, KV_HEADS, True, d_in=DIM, d_out=DIM, seed=900)
+    return load_by_name(rope_gqa(lab, **options), weights).to(device).eval()
+
+
+@PROBES.add("s9.ropegqa.known", golden=True)
+def rope_gqa_known(lab, device):
+    def run(**options):
+        return plain(split(known_rope_gqa(lab, device, **options)(X[:, :FULL].to(device).clone()))[0],
+                     "the output of forward")
+
+    return {"base10000": attempt(run), "base100": attempt(run, rope_base=100.0)}
+
+
+@PROBES.add("s9.ropegqa.cache", golden=True)
+def rope_gqa_cache(lab, device):
+    x = X[:, :FULL]
+
+    def steps(pieces):
+        return decode(known_rope_gqa(lab, device), x, pieces, device, "RopeGroupedQueryAttention")
+
+    return {"steps": attempt(steps, (1,) * FULL), "pieces": attempt(lambda: steps(PIECES)["out"])}
+
+
+@PROBES.add("s9.ropegqa.tables")
+def rope_gqa_tables(lab, device):
+    """Where the tables are after ``.to(device)``, what the state_dict holds, and whether forward runs there."""
+    def run():
+        module = rope_gqa(lab).to(device)
+        buffers = dict(module.named_buffers())
+        tables = {name: {"buffer": name in buffers, "device": getattr(module, name).device.type
+                         if isinstance(getattr(module, name, None), torch.Tensor) else "none"}
+                  for name in ("cos", "sin")}
+        out = attempt(lambda: split(module.eval()(X[:, :3].to(device).clone()))[0].device.type)
+        return {"tables": tables, "state_dict": sorted(module.state_dict()), "forward": out}
+
+    return attempt(run)
+
+
+# ---------------------------------------------------------------- sliding windows
+
+def swa(lab, d_in=DIM, d_out=DIM, context=CONTEXT, heads=HEADS, window=WINDOW, dropout=0.0, bias=False):
+    return lab.frontier.SlidingWindowAttention(d_in, d_out, context, heads, window, dropout=dropout, qkv_bias=bias)
+
+
+def swa_weights(bias=True, d_in=DIM, d_out=DIM, seed=950, prefix=""):
+    return gqa_weights(HEADS, HEADS, bias, d_in=d_in, d_out=d_out, seed=seed, prefix=prefix)
+
+
+@PROBES.add("s9.swa.as_mha")
+def swa_as_mha(lab, device):
+    """A window as long as the context, with stage 4's known weights: must give stage 4's outputs."""
+    def run(heads, d_out, bias):
+        weights = {k: v for k, v in mha_weights(d_out, bias).items() if k != "mask"}
+        module = load_by_name(swa(lab, D_IN, d_out, 8, heads, window=8, bias=bias), weights)
+        return plain(split(module.to(device).eval()(X4.to(device).clone()))[0], "the output of forward")
+
+    return {"heads2": attempt(run, 2, 4, False), "heads3_bias": attempt(run, 3, 6, True)}
+
+
+@PROBES.add("s9.swa.band")
+def swa_band(lab, device):
+    return attempt(lambda: leak_report(Output(swa(lab, context=9, window=3)), DIM, 9, device))
+
+
+def rolling(module, x, pieces, device):
+    """Feed ``x`` in pieces with the cache: the outputs, and how many tokens the cache's keys and
+    values hold after every piece (judged there, not here: a cache that grows is the mistake to name)."""
+    outs, held, cache, start = [], [], None, 0
+    for n in pieces:
+        out, cache = split(module(x[:, start:start + n].to(device).clone(), cache),
+                           "SlidingWindowAttention.forward")
+        outs.append(plain(out, "the output of forward with a cache"))
+        held.append([t.shape[2] if t.dim() == 4 else -1 for t in cache])
+        start += n
+    return {"out": torch.cat(outs, dim=1), "held": torch.tensor(held)}
+
+
+@PROBES.add("s9.swa.cache", golden=True)
+def swa_cache(lab, device):
+    def known():
+        return load_by_name(swa(lab, bias=True), swa_weights()).to(device).eval()
+
+    return {"full": attempt(lambda: plain(split(known()(X.to(device).clone()))[0], "the output of forward")),
+            "steps": attempt(rolling, known(), X, (1,) * X.shape[1], device),
+            "pieces": attempt(rolling, known(), X, (5, 4, 3, 1), device)}
+
+
+@PROBES.add("s9.swa.errors")
+def swa_errors(lab, device):
+    return {"window0": attempt(raised, lambda: swa(lab, window=0)),
+            "divisible": attempt(raised, lambda: swa(lab, d_out=10)),
+            "too_long": attempt(raised, lambda: swa(lab, context=6)(X[:, :7].to(device).clone()), any_error=True)}
+
+
+SWA_SHAPES = [
+    {"name": "4 heads, window 3, batch 1", "x": (1, 7, DIM), "heads": 4, "window": 3, "d_out": DIM, "dtypes": True},
+    {"name": "2 heads, window 10 (longer than the input), d_in 5, d_out 6", "x": (3, 5, 5), "d_in": 5, "heads": 2,
+     "window": 10, "d_out": 6},
+]
+
+
+@PROBES.add("s9.swa.shapes")
+def swa_shapes(lab, device):
+    def build(cfg):
+        return Output(swa(lab, cfg.get("d_in", DIM), cfg["d_out"], CONTEXT, cfg["heads"], cfg["window"]))
+
+    return {"reports": shape_reports(build, SWA_SHAPES, device)}
+
+
+@PROBES.add("s9.swa.dropout")
+def swa_dropout(lab, device):
+    T = DROPOUT_TOKENS
+
+    def run():
+        module = swa(lab, T, T + 1, T, 1, window=T, dropout=DROPOUT_P)
+        weights = dropout_weights(T)
+        weights.update({"out_proj.weight": torch.eye(T + 1), "out_proj.bias": torch.zeros(T + 1)})
+        return dropout_report(Output(load_by_name(module, weights)), device)
+
+    return {"out": attempt(run)}
+
+
+@PROBES.add("s9.swa.eval")
+def swa_eval(lab, device):
+    weights = gqa_weights(2, 2, False, d_in=5, d_out=4, seed=960, prefix="inner.")
+    return attempt(eval_report, lambda p: Output(swa(lab, 5, 4, 8, 2, window=3, dropout=p)), weights, device)
+
+
+# ---------------------------------------------------------------- latent attention
+
+def mla(lab, d_in=DIM, d_out=DIM, context=CONTEXT, heads=HEADS, latent=LATENT, dropout=0.0):
+    return lab.frontier.MultiHeadLatentAttention(d_in, d_out, context, heads, latent, dropout=dropout)
+
+
+def mla_weights(d_in=DIM, d_out=DIM, latent=LATENT, seed=970, prefix=""):
+    weights = linear_weights(prefix + "W_query", d_in, d_out, seed, bias=False)
+    weights.update(linear_weights(prefix + "W_kv_down", d_in, latent, seed + 10, bias=False))
+    weights.update(linear_weights(prefix + "W_key_up", latent, d_out, seed + 20, bias=False))
+    weights.update(linear_weights(prefix + "W_value_up", latent, d_out, seed + 30, bias=False))
+    weights.update(linear_weights(prefix + "out_proj", d_out, d_out, seed + 40, bias=True))
+    return weights
+
+
+def split_latent(result):
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise ProbeError("MultiHeadLatentAttention.forward should return a pair (out, cache), but returned a "
+                         f"{type(result).__name__}")
+    out, cache = result
+    if type(cache) is not torch.Tensor:
+        raise ProbeError("MultiHeadLatentAttention's cache should be one tensor of latents, (batch, tokens, "
+                         f"latent_dim), not a {type(cache).__name__}")
+    return out, cache
+
+
+class LatentOutput(nn.Module):
+    """The output alone of ``MultiHeadLatentAttention``, for the measurements shared with earlier stages."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return split_latent(self.inner(x))[0]
+
+
+def known_mla(lab, device):
+    return load_by_name(mla(lab), mla_weights()).to(device).eval()
+
+
+@PROBES.add("s9.mla.known")
+def mla_known(lab, device):
+    return attempt(lambda: plain(split_latent(known_mla(lab, device)(X[:, :FULL].to(device).clone()))[0]))
+
+
+@PROBES.add("s9.mla.cache")
+def mla_cache(lab, device):
+    def steps(pieces):
+        module, cache, outs, shapes, start = known_mla(lab, device), None, [], [], 0
+        for n in pieces:
+            out, cache = split_latent(module(X[:, start:start + n].to(device).clone(), cache))
+            outs.append(plain(out, "the output of forward with a cache"))
+            shapes.append(list(cache.shape))
+            start += n
+        return {"out": torch.cat(outs, dim=1), "shapes": shapes, "cache": plain(cache, "the cache")}
+
+    def overflow():
+        module = mla(lab, context=10).to(device).eval()
+        _, kept = split_latent(module(X[:, :8].to(device).clone()))
+        return raised(lambda: module(X[:, :5].to(device).clone(), kept), any_error=True)  # 8 + 5 > 10
+
+    return {"steps": attempt(steps, (1,) * FULL), "pieces": attempt(steps, PIECES), "overflow": attempt(overflow)}
+
+
+@PROBES.add("s9.mla.structure")
+def mla_structure(lab, device):
+    def run():
+        module = mla(lab, 10, 12, 8, 3, 5)
+        return {name: list(p.shape) for name, p in module.named_parameters()}
+
+    return {"parameters": attempt(run), "divisible": attempt(raised, lambda: mla(lab, d_out=10, heads=4))}
+
+
+@PROBES.add("s9.mla.leak")
+def mla_leak(lab, device):
+    return attempt(lambda: leak_report(LatentOutput(mla(lab, context=7)), DIM, 7, device))
+
+
+@PROBES.add("s9.mla.dropout")
+def mla_dropout(lab, device):
+    T = DROPOUT_TOKENS
+
+    def run():
+        module = mla(lab, T, T + 1, T, 1, T, dropout=DROPOUT_P)
+        shown = dropout_weights(T)  # zero queries and keys: uniform causal weights; values show them
+        weights = {"W_query.weight": torch.zeros(T + 1, T), "W_kv_down.weight": torch.eye(T),
+                   "W_key_up.weight": torch.zeros(T + 1, T), "W_value_up.weight": shown["W_value.weight"],
+                   "out_proj.weight": torch.eye(T + 1), "out_proj.bias": torch.zeros(T + 1)}
+        return dropout_report(LatentOutput(load_by_name(module, weights)), device)
+
+    return {"out": attempt(run)}
+
+
+@PROBES.add("s9.mla.eval")
+def mla_eval(lab, device):
+    weights = mla_weights(5, 4, 3, seed=980, prefix="inner.")
+    return attempt(eval_report, lambda p: LatentOutput(mla(lab, 5, 4, 8, 2, 3, dropout=p)), weights, device)
+
+
+@PROBES.add("s9.gradients")
+def gradients(lab, device):
+    x = X[:, :6].to(device)
+    return {"rope_gqa": attempt(lambda: gradient_report(Output(rope_gqa(lab)).to(device), x)),
+            "swa": attempt(lambda: gradient_report(Output(swa(lab, bias=True)).to(device), x)),
+            "mla": attempt(lambda: gradient_report(LatentOutput(mla(lab)).to(device), x))}
+
+
+# ---------------------------------------------------------------- what a cache costs
+
+# kind, batch, context_length, n_layers, emb_dim, n_heads, n_kv_heads, latent_dim, window, dtype: none of them a
+# published model's, so that no number found online answers them
+COST_CASES = {
+    "mha": ("mha", 3, 700, 5, 384, 6, None, None, None, "fp32"),
+    "gqa": ("gqa", 2, 1000, 7, 640, 10, 2, None, None, "bf16"),
+    "mqa": ("gqa", 1, 333, 3, 512, 8, 1, None, None, "fp16"),
+    "mla": ("mla", 4, 900, 9, 1024, 16, None, 96, None, "bf16"),
+    "swa_short": ("swa", 2, 100, 4, 256, 4, 2, None, 300, "fp32"),
+    "swa_long": ("swa", 2, 5000, 4, 256, 4, None, None, 256, "fp8"),
+}
+
+
+@PROBES.add("s9.cost")
+def cost(lab, device):
+    def run(kind, batch, context, layers, emb, heads, kv_heads, latent, window, dtype):
+        got = lab.frontier.kv_cache_bytes(kind, batch, context, layers, emb, heads, n_kv_heads=kv_heads,
+                                          latent_dim=latent, window=window, dtype=dtype)
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            raise ProbeError(f"kv_cache_bytes returned a {type(got).__name__}; it should return a number of bytes")
+        return float(got)
+
+    return {**{case: attempt(run, *args) for case, args in COST_CASES.items()},
+            "unknown": attempt(raised, lambda: lab.frontier.kv_cache_bytes("dense", 1, 8, 1, 64, 4)),
+            "missing": attempt(raised, lambda: lab.frontier.kv_cache_bytes("mla", 1, 8, 1, 64, 4))}
