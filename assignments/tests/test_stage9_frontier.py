@@ -37,10 +37,19 @@ def pair(result, what):
     return result
 
 
-def causal_attention(q, k, v, hidden):
-    """Plain attention over heads (b, h, n, d), ``hidden``: True where a query must not see a key."""
+def causal_attention(layer, tokens, key, value):
+    """Plain causal multi-head attention of ``tokens`` with ``layer``'s W_query and out_proj, and keys and
+    values made by ``key`` and ``value``: what the layer must give when nothing else changes it."""
+    b, n, _ = tokens.shape
+
+    def heads(t):
+        return t.view(b, n, HEADS, DIM // HEADS).transpose(1, 2)
+
+    q, k, v = heads(layer.W_query(tokens)), heads(key(tokens)), heads(value(tokens))
     scores = (q @ k.transpose(-2, -1)) / q.shape[-1] ** 0.5
-    return torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1) @ v
+    hidden = torch.ones(n, n, dtype=torch.bool).triu(1)
+    mixed = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1) @ v
+    return layer.out_proj(mixed.transpose(1, 2).reshape(b, n, DIM))
 
 
 # --- RoPE --------------------------------------------------------------------------------------
@@ -100,14 +109,8 @@ def test_a_window_as_long_as_the_input_is_causal_attention():
     layer = run(frontier.SlidingWindowAttention, DIM, DIM, CONTEXT, HEADS, 8).eval()
     tokens = x(2, 6, DIM, seed=5)
     out, _ = pair(run(layer, tokens), "SlidingWindowAttention.forward")
-
-    def heads(t):
-        return t.view(2, 6, HEADS, DIM // HEADS).transpose(1, 2)
-
-    q, k, v = heads(layer.W_query(tokens)), heads(layer.W_key(tokens)), heads(layer.W_value(tokens))
-    want = causal_attention(q, k, v, torch.ones(6, 6, dtype=torch.bool).triu(1)).transpose(1, 2).reshape(2, 6, DIM)
-    expect_close(out, layer.out_proj(want), "SlidingWindowAttention(16, 16, 24, 4, window=8) on 6 tokens (the "
-                 "window holds them all: plain causal attention)")
+    expect_close(out, causal_attention(layer, tokens, layer.W_key, layer.W_value), "SlidingWindowAttention(16, "
+                 "16, 24, 4, window=8) on 6 tokens (the window holds them all: plain causal attention)")
 
 
 def test_the_window_hides_later_and_older_tokens():
@@ -151,14 +154,8 @@ def test_latent_attention_is_attention_with_composed_key_and_value_weights():
     expect_shape(latents, (2, 6, LATENT), "the cache of MultiHeadLatentAttention on 6 tokens (one latent per token)")
     key_weight = layer.W_key_up.weight @ layer.W_kv_down.weight
     value_weight = layer.W_value_up.weight @ layer.W_kv_down.weight
-
-    def heads(t):
-        return t.view(2, 6, HEADS, DIM // HEADS).transpose(1, 2)
-
-    q = heads(layer.W_query(tokens))
-    k, v = heads(F.linear(tokens, key_weight)), heads(F.linear(tokens, value_weight))
-    want = causal_attention(q, k, v, torch.ones(6, 6, dtype=torch.bool).triu(1)).transpose(1, 2).reshape(2, 6, DIM)
-    expect_close(out, layer.out_proj(want), "MultiHeadLatentAttention against multi-head attention with key weight "
+    want = causal_attention(layer, tokens, lambda t: F.linear(t, key_weight), lambda t: F.linear(t, value_weight))
+    expect_close(out, want, "MultiHeadLatentAttention against multi-head attention with key weight "
                  "W_key_up.weight @ W_kv_down.weight (likewise values)")
     expect(isinstance(layer.W_kv_down, nn.Linear), "W_kv_down should be an nn.Linear(d_in, latent_dim)")
 

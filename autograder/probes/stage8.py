@@ -150,15 +150,20 @@ def gqa_leak(lab, device):
     return attempt(lambda: leak_report(Output(gqa(lab, context=7)), DIM, 7, device))
 
 
+def shown_weights(T=DROPOUT_TOKENS):
+    """``dropout_weights`` for a layer with an ``out_proj`` (identity), T tokens to T + 1 outputs."""
+    weights = dropout_weights(T)
+    weights.update({"out_proj.weight": torch.eye(T + 1), "out_proj.bias": torch.zeros(T + 1)})
+    return weights
+
+
 @PROBES.add("s8.gqa.dropout")
 def gqa_dropout(lab, device):
     T = DROPOUT_TOKENS
 
     def run():
         module = gqa(lab, T, T + 1, T, 1, 1, dropout=DROPOUT_P)
-        weights = dropout_weights(T)
-        weights.update({"out_proj.weight": torch.eye(T + 1), "out_proj.bias": torch.zeros(T + 1)})
-        return dropout_report(Output(load_by_name(module, weights)), device)
+        return dropout_report(Output(load_by_name(module, shown_weights(T))), device)
 
     return {"out": attempt(run)}
 
@@ -317,9 +322,7 @@ def fast_dropout(lab, device):
     T = DROPOUT_TOKENS
 
     def run():
-        weights = dropout_weights(T)
-        weights.update({"out_proj.weight": torch.eye(T + 1), "out_proj.bias": torch.zeros(T + 1)})
-        module = load_by_name(fast(lab, T, T + 1, T, DROPOUT_P, 1), fused(weights))
+        module = load_by_name(fast(lab, T, T + 1, T, DROPOUT_P, 1), fused(shown_weights(T)))
         return dropout_report(module, device)
 
     return {"out": attempt(run)}

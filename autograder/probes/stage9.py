@@ -6,13 +6,13 @@ query sees), so its probes run without the guard that refuses it.
 import torch
 import torch.nn as nn
 
-from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, attempt, dropout_report, dropout_weights,
-                     eval_report, gradient_report, leak_report, linear_weights, load_by_name, plain, raised, randn,
-                     shape_reports)
+from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes, attempt, dropout_report, eval_report,
+                     gradient_report, leak_report, left_behind, linear_weights, load_by_name, meta_summary, plain,
+                     raised, randn, shape_reports)
 from .stage3 import D_IN
 from .stage3 import X as X4
 from .stage4 import mha_weights
-from .stage8 import Output, decode, gqa_weights, split
+from .stage8 import Output, decode, gqa_weights, shown_weights, split
 
 PROBES = Probes(library_attention=True)
 
@@ -201,9 +201,7 @@ def swa_dropout(lab, device):
 
     def run():
         module = swa(lab, T, T + 1, T, 1, window=T, dropout=DROPOUT_P)
-        weights = dropout_weights(T)
-        weights.update({"out_proj.weight": torch.eye(T + 1), "out_proj.bias": torch.zeros(T + 1)})
-        return dropout_report(Output(load_by_name(module, weights)), device)
+        return dropout_report(Output(load_by_name(module, shown_weights(T))), device)
 
     return {"out": attempt(run)}
 
@@ -299,10 +297,10 @@ def mla_dropout(lab, device):
 
     def run():
         module = mla(lab, T, T + 1, T, 1, T, dropout=DROPOUT_P)
-        shown = dropout_weights(T)  # zero queries and keys: uniform causal weights; values show them
+        shown = shown_weights(T)  # zero queries and keys: uniform causal weights; values show them
         weights = {"W_query.weight": torch.zeros(T + 1, T), "W_kv_down.weight": torch.eye(T),
                    "W_key_up.weight": torch.zeros(T + 1, T), "W_value_up.weight": shown["W_value.weight"],
-                   "out_proj.weight": torch.eye(T + 1), "out_proj.bias": torch.zeros(T + 1)}
+                   "out_proj.weight": shown["out_proj.weight"], "out_proj.bias": shown["out_proj.bias"]}
         return dropout_report(LatentOutput(load_by_name(module, weights)), device)
 
     return {"out": attempt(run)}
@@ -348,3 +346,47 @@ def cost(lab, device):
     return {**{case: attempt(run, *args) for case, args in COST_CASES.items()},
             "unknown": attempt(raised, lambda: lab.frontier.kv_cache_bytes("dense", 1, 8, 1, 64, 4)),
             "missing": attempt(raised, lambda: lab.frontier.kv_cache_bytes("mla", 1, 8, 1, 64, 4))}
+
+
+# ---------------------------------------------------------------- contracts shared by the three layers
+
+LAYER_SHAPES = [
+    {"name": "RopeGroupedQueryAttention: 4 heads, 2 key/value heads, batch 1", "layer": "rope", "x": (1, 6, DIM),
+     "d_out": DIM, "dtypes": True},
+    {"name": "RopeGroupedQueryAttention: 2 heads, 1 key/value head, d_in 5, d_out 8", "layer": "rope", "x": (3, 4, 5),
+     "d_in": 5, "d_out": 8},
+    {"name": "MultiHeadLatentAttention: 4 heads, latent 6, batch 1", "layer": "mla", "x": (1, 6, DIM), "d_out": DIM,
+     "dtypes": True},
+    {"name": "MultiHeadLatentAttention: 2 heads, latent 3, d_in 5, d_out 8", "layer": "mla", "x": (3, 4, 5),
+     "d_in": 5, "d_out": 8},
+]
+
+
+@PROBES.add("s9.shapes")
+def layer_shapes(lab, device):
+    def build(cfg):
+        d_in, d_out = cfg.get("d_in", DIM), cfg["d_out"]
+        if cfg["layer"] == "rope":
+            heads = 4 if d_out == DIM else 2
+            return Output(lab.frontier.RopeGroupedQueryAttention(d_in, d_out, CONTEXT, heads, heads // 2))
+        return LatentOutput(mla(lab, d_in, d_out, CONTEXT, 4 if d_out == DIM else 2, LATENT if d_out == DIM else 3))
+
+    return {"reports": shape_reports(build, LAYER_SHAPES, device)}
+
+
+@PROBES.add("s9.devices")
+def devices(lab, device):
+    """The sliding-window and latent layers after ``.to(device)``: what stayed behind, and which ops of
+    their forward met a tensor elsewhere (a band or mask made on a fixed device)."""
+    def run(build):
+        module = build().to(device).eval()
+        trace = DeviceTrace(device)
+
+        def forward_there():
+            with trace:
+                return meta_summary(module(X[:, :5].to(device).clone())[0])["device"]
+
+        out = attempt(forward_there)
+        return {"left_behind": left_behind(module, device), "strays": trace.strays, "forward": out}
+
+    return {"swa": attempt(run, lambda: swa(lab)), "mla": attempt(run, lambda: mla(lab))}

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import torch
 
 from ...probes.common import DROPOUT_P
-from ...probes.stage9 import (COST_CASES, DIM, FULL, HEADS, KV_HEADS, LATENT, PIECES, RELATIVE, SWA_SHAPES, TABLE_CASES,
-                              WINDOW, Q, X, kit_tables, mla_weights)
+from ...probes.stage9 import (COST_CASES, DIM, FULL, HEADS, KV_HEADS, LATENT, LAYER_SHAPES, PIECES, RELATIVE,
+                              SWA_SHAPES, TABLE_CASES, WINDOW, Q, X, kit_tables, mla_weights)
 from ...public import oracles
 from ..golden import load_golden
 from ..judging import (check_divisibility, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close,
@@ -412,6 +412,33 @@ def gradients(obs, ctx):
     for key, name in (("rope_gqa", "RopeGroupedQueryAttention"), ("swa", "SlidingWindowAttention"),
                       ("mla", "MultiHeadLatentAttention")):
         check_gradients(get(obs, key), name)
+
+
+# ---------------------------------------------------------------- contracts shared by the layers
+
+@CHECKS.add("s9.shapes", points=1, probe="s9.shapes", devices=NUMERIC,
+            title="RopeGroupedQueryAttention and MultiHeadLatentAttention shape contract: dtype and device follow x")
+def layer_shapes(obs, ctx):
+    check_shapes(obs, LAYER_SHAPES, lambda cfg: [cfg["x"][0], cfg["x"][1], cfg["d_out"]])
+
+
+@CHECKS.add("s9.devices", points=1, probe="s9.devices", devices=MOVES,
+            title="SlidingWindowAttention and MultiHeadLatentAttention move to another device and make nothing on "
+                  "a fixed one")
+def layer_devices(obs, ctx):
+    notes = []
+    for key, what in (("swa", "SlidingWindowAttention"), ("mla", "MultiHeadLatentAttention")):
+        rep = get(obs, key)
+        expect(not rep["left_behind"], f"after {what}.to({ctx.device!r}) these tensors stayed behind: "
+               f"{', '.join(map(str, rep['left_behind']))}; a tensor the module needs must be a parameter or a buffer")
+        expect(not rep["strays"], f"{what}.forward on {ctx.device} used a tensor that is not on {ctx.device} "
+               f"({rep['strays'][0] if rep['strays'] else ''}): a mask made in forward needs device=x.device")
+        note = forward_failure(rep["forward"], ctx.device, what)
+        if note:
+            notes.append(note)
+        else:
+            expect(rep["forward"] == ctx.device, f"{what} on {ctx.device} returned an output on {rep['forward']}")
+    return "; ".join(notes)
 
 
 # ---------------------------------------------------------------- what a cache costs
