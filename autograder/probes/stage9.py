@@ -155,10 +155,14 @@ def rolling(module, x, pieces, device):
     values hold after every piece (judged there, not here: a cache that grows is the mistake to name)."""
     outs, held, cache, start = [], [], None, 0
     for n in pieces:
-        out, cache = split(module(x[:, start:start + n].to(device).clone(), cache),
-                           "SlidingWindowAttention.forward")
+        result = module(x[:, start:start + n].to(device).clone(), cache)
+        if isinstance(result, (tuple, list)) and len(result) == 2 and result[1] is None:
+            out, cache = result  # nothing kept: a window of 1 may say so with None, which starts afresh alike
+            held.append([0, 0])
+        else:
+            out, cache = split(result, "SlidingWindowAttention.forward")
+            held.append([t.shape[2] if t.dim() == 4 else -1 for t in cache])
         outs.append(plain(out, "the output of forward with a cache"))
-        held.append([t.shape[2] if t.dim() == 4 else -1 for t in cache])
         start += n
     return {"out": torch.cat(outs, dim=1), "held": torch.tensor(held)}
 
@@ -170,7 +174,10 @@ def swa_cache(lab, device):
 
     return {"full": attempt(lambda: plain(split(known()(X.to(device).clone()))[0], "the output of forward")),
             "steps": attempt(rolling, known(), X, (1,) * X.shape[1], device),
-            "pieces": attempt(rolling, known(), X, (5, 4, 3, 1), device)}
+            "pieces": attempt(rolling, known(), X, (5, 4, 3, 1), device),
+            # window 1 keeps nothing: where k[:, :, -(window - 1):] keeps everything
+            "window1": attempt(lambda: rolling(swa(lab, window=1).to(device).eval(), X[:, :4], (1,) * 4,
+                                               device)["held"])}
 
 
 @PROBES.add("s9.swa.errors")

@@ -272,6 +272,13 @@ def swa_cache(obs, ctx):
             expect(got == want, f"{SWA_LAYER}, fed one token at a time: after {t + 1} tokens your cache holds {got} "
                    f"tokens with window {WINDOW}; it should hold {want}"
                    + (" (the window - 1 most recent: drop the older ones)" if got > want else ""))
+    held = get(obs, "window1")
+    expect(held.dim() == 2 and held.shape[0] == 4 and held.numel() > 0 and bool(held.isfinite().all()),
+           "SlidingWindowAttention with window=1: the cache's sizes could not be read after each of 4 tokens")
+    kept = int(held.max())
+    expect(kept == 0, f"SlidingWindowAttention with window=1, fed one token at a time: your cache holds {kept} tokens; "
+           "it should hold none (each token sees only itself). Mind t[:, :, -(window - 1):]: with window 1 that is "
+           "t[:, :, -0:], the whole tensor, not an empty one")
 
 
 @CHECKS.add("s9.swa.rolling", points=3, probe="s9.swa.cache", devices=NUMERIC,

@@ -1,4 +1,4 @@
-"""SlidingWindowAttention with the band from position arithmetic (arange) and the cache trimmed by negative indexing, through F.scaled_dot_product_attention."""
+"""SlidingWindowAttention with the band from position arithmetic (arange) and the cache trimmed by negative indexing, through F.scaled_dot_product_attention; with a window of 1 it returns None for the cache, which keeps nothing just as well."""
 MODULE = "frontier"
 
 
@@ -23,3 +23,9 @@ class SlidingWindowAttention(SlidingWindowAttention):
         keep = min(self.window - 1, total)
         new_cache = (k[:, :, total - keep:], v[:, :, total - keep:])
         return self.out_proj(out.permute(0, 2, 1, 3).reshape(b, n, self.d_out)), new_cache
+
+
+class SlidingWindowAttention(SlidingWindowAttention):
+    def forward(self, x, cache=None):
+        out, kept = super().forward(x, cache)
+        return out, (None if self.window == 1 else kept)  # a window of 1 keeps nothing: no cache at all
