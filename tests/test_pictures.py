@@ -160,3 +160,17 @@ def test_feedback_draws_only_the_probes_of_failed_checks(root, tmp_path):
     wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={3}, pictures="failed")
     failed = {registry()[r.id].probe for r in wrong.results if not r.passed}
     assert wrong.pictures and set(wrong.pictures) <= failed, (set(wrong.pictures), failed)
+
+
+def test_a_sliding_windows_leak_map_outlines_and_flags_what_lies_outside_the_band():
+    """Stage 9's band: output t may see inputs t - 2 .. t (window 3); a layer that also sees t - 3 is flagged there."""
+    from autograder.grading.registry import registry
+
+    n = 9
+    band = torch.ones(n, n).tril().triu(-2)
+    wide = torch.ones(n, n).tril().triu(-3)  # window + 1: one input too old per row from t = 3 on
+    check = registry()["s9.swa.band"]
+    right, = draw(check, {"jacobian": band, "moved": torch.zeros(n), "scale": 1.0})
+    wrong, = draw(check, {"jacobian": wide, "moved": torch.zeros(n), "scale": 1.0})
+    assert right.flagged == 0 and "only its window of 3" in right.svg
+    assert wrong.flagged == n - 3 and "an input it must not see" in wrong.svg

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..probes.common import DROPOUT_P
+from ..probes.stage9 import BAND_WINDOW
 from ..public import book
 from ..public.pictures import TOKENS, Picture, bars, heatmap, listing, row_sum_problem, weight_pictures
 
@@ -28,24 +29,29 @@ def _tensor(obs, *keys):
     return obs if type(obs) is torch.Tensor and obs.numel() and obs.device.type != "meta" else None
 
 
-def leak_map(obs, what) -> list[Picture]:
+def leak_map(obs, what, window=None) -> list[Picture]:
     """Which output position depends on which input position (the Jacobian's blocks), the future
-    outlined, and the cells where the student's layer leaks in red."""
+    outlined (with a ``window``, also the inputs ``window`` or more positions back), and the cells
+    where the student's layer leaks in red."""
     jac = _tensor(obs, "jacobian")
     if jac is None or jac.dim() != 2 or jac.shape[0] != jac.shape[1] or not bool(jac.isfinite().all()):
         return []
     n = jac.shape[0]
     future = torch.ones(n, n, dtype=torch.bool).triu(1)
+    if window is not None:
+        future |= torch.ones(n, n, dtype=torch.bool).tril(-window)
     top = float(jac.abs().max()) or 1.0
     leaking = future & (jac.abs() > LEAK_LIMIT * top)
     blind = torch.eye(n, dtype=torch.bool) & (jac.abs() <= LEAK_LIMIT * top)  # an output that ignores its own token
     if leaking.any():
-        note = f"red: output t depends on a later input s ({int(leaking.sum())} cells); outlined cells must be 0"
+        seen = "a later input" if window is None else "an input it must not see"
+        note = f"red: output t depends on {seen} s ({int(leaking.sum())} cells); outlined cells must be 0"
     elif blind.any():
         note = (f"red: output t does not depend on its own input ({int(blind.sum())} of {n} positions on the "
                 "diagonal); every output must depend on its own token")
     else:
-        note = "no output depends on a later input: the outlined future is all 0"
+        note = ("no output depends on a later input: the outlined future is all 0" if window is None else
+                f"every output sees only its window of {window}: the outlined cells are all 0")
     leaking = leaking | blind
     return [heatmap(jac.abs(), [f"out {t}" for t in range(n)], [f"x {s}" for s in range(n)],
                     f"{what}: the leak map, |d out[t] / d x[s]|", forbidden=future, flagged=leaking, note=note,
@@ -176,12 +182,14 @@ DRAW = {
     "s7.pe.table": lambda o: encoding_table(o, "PositionalEncoding"),
     "s8.cache": lambda o: cache_errors(o, "GroupedQueryAttention"),
     "s3.causal.state_dict": lambda o: kept_and_lost(o, "CausalAttention"),
+    "s9.swa.band": lambda o: leak_map(o, f"SlidingWindowAttention, window {BAND_WINDOW}", window=BAND_WINDOW),
 }
 NAMES = {"s3.causal": "CausalAttention", "s4.mha": "MultiHeadAttention", "s4.pytorch": "MultiHeadAttentionPyTorch",
          "s4.wrapper": "MultiHeadAttentionWrapper", "s6.masked": "MaskedSelfAttention",
          "s6.mhsa": "MultiHeadSelfAttention", "s7.mha": "MultiHeadedAttention", "s7.decoder": "DecoderLayer",
          "s8.gqa": "GroupedQueryAttention", "s8.fast": "FastMultiHeadAttention", "s5": "the two layers of stage 5",
-         "s7.pe": "PositionalEncoding"}
+         "s7.pe": "PositionalEncoding", "s9.swa": "SlidingWindowAttention", "s9.mla": "MultiHeadLatentAttention",
+         "s9.ropegqa": "RopeGroupedQueryAttention"}
 
 
 def draw(check, obs) -> list[Picture]:

@@ -19,6 +19,7 @@ PROBES = Probes(library_attention=True)
 DIM, HEADS, KV_HEADS, CONTEXT = 16, 4, 2, 24
 HEAD_DIM = DIM // HEADS  # 4: rotate-half pairs (0, 2), (1, 3); interleaved pairs (0, 1), (2, 3)
 WINDOW, LATENT = 4, 6
+BAND_WINDOW = 3  # the window whose band the leak probe measures
 X = randn(2, 3 * WINDOW + 1, DIM, seed=90)  # 13 tokens: a rolling cache is tested past 3 windows
 FULL = 8  # tokens of X the known-weights probes feed at once
 PIECES = (3, 2, 1, 1, 1)  # a prefill, then a chunk, then single tokens: FULL tokens in all
@@ -147,7 +148,7 @@ def swa_as_mha(lab, device):
 
 @PROBES.add("s9.swa.band")
 def swa_band(lab, device):
-    return attempt(lambda: leak_report(Output(swa(lab, context=9, window=3)), DIM, 9, device))
+    return attempt(lambda: leak_report(Output(swa(lab, context=9, window=BAND_WINDOW)), DIM, 9, device))
 
 
 def rolling(module, x, pieces, device):

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import torch
 
 from ...probes.common import DROPOUT_P
-from ...probes.stage9 import (COST_CASES, DIM, FULL, HEADS, KV_HEADS, LATENT, LAYER_SHAPES, PIECES, RELATIVE,
-                              SWA_SHAPES, TABLE_CASES, WINDOW, Q, X, kit_tables, mla_weights)
+from ...probes.stage9 import (BAND_WINDOW, COST_CASES, DIM, FULL, HEADS, KV_HEADS, LATENT, LAYER_SHAPES, PIECES,
+                              RELATIVE, SWA_SHAPES, TABLE_CASES, WINDOW, Q, X, kit_tables, mla_weights)
 from ...public import oracles
 from ..golden import load_golden
 from ..judging import (check_divisibility, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close,
@@ -243,11 +243,11 @@ def swa_as_mha(obs, ctx):
 @CHECKS.add("s9.swa.band", points=3, probe="s9.swa.band", devices=NUMERIC,
             title="each token sees itself and the window - 1 tokens before it: nothing later, nothing older")
 def swa_band(obs, ctx):
-    what = "SlidingWindowAttention with window=3"
+    what = f"SlidingWindowAttention with window={BAND_WINDOW}"
     check_leak(obs, what)
     jac = get(obs)["jacobian"].double()
     limit = 1e-6 * max(float(jac.max()), 1e-12)
-    T, w = jac.shape[0], 3
+    T, w = jac.shape[0], BAND_WINDOW
     for t in range(T):
         for s in range(t + 1):
             inside = t - s < w
