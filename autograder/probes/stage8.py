@@ -61,14 +61,19 @@ def split(result, what="GroupedQueryAttention.forward"):
 
 class Output(nn.Module):
     """The output alone of a layer that returns ``(out, cache)``: what the measurements shared
-    with earlier stages (shapes, leaks, dropout) expect of a forward."""
+    with earlier stages (shapes, leaks, dropout) expect of a forward. ``unpack`` takes the pair apart
+    (``split`` by default: a cache of keys and values, named after the inner layer's class)."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, unpack=None):
         super().__init__()
         self.inner = inner
+        self.unpack = unpack
 
     def forward(self, x):
-        return split(self.inner(x))[0]
+        result = self.inner(x)
+        if self.unpack is not None:
+            return self.unpack(result)[0]
+        return split(result, f"{type(self.inner).__name__}.forward")[0]
 
 
 def _outputs(module, x, device):

@@ -4,7 +4,6 @@ Library attention is allowed in this stage (its point is what goes into the keys
 query sees), so its probes run without the guard that refuses it.
 """
 import torch
-import torch.nn as nn
 
 from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes, attempt, dropout_report, eval_report,
                      gradient_report, leak_report, left_behind, linear_weights, load_by_name, meta_summary, plain,
@@ -246,17 +245,6 @@ def split_latent(result):
     return out, cache
 
 
-class LatentOutput(nn.Module):
-    """The output alone of ``MultiHeadLatentAttention``, for the measurements shared with earlier stages."""
-
-    def __init__(self, inner):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x):
-        return split_latent(self.inner(x))[0]
-
-
 def known_mla(lab, device):
     return load_by_name(mla(lab), mla_weights()).to(device).eval()
 
@@ -296,7 +284,7 @@ def mla_structure(lab, device):
 
 @PROBES.add("s9.mla.leak")
 def mla_leak(lab, device):
-    return attempt(lambda: leak_report(LatentOutput(mla(lab, context=7)), DIM, 7, device))
+    return attempt(lambda: leak_report(Output(mla(lab, context=7), split_latent), DIM, 7, device))
 
 
 @PROBES.add("s9.mla.dropout")
@@ -309,7 +297,7 @@ def mla_dropout(lab, device):
         weights = {"W_query.weight": torch.zeros(T + 1, T), "W_kv_down.weight": torch.eye(T),
                    "W_key_up.weight": torch.zeros(T + 1, T), "W_value_up.weight": shown["W_value.weight"],
                    "out_proj.weight": shown["out_proj.weight"], "out_proj.bias": shown["out_proj.bias"]}
-        return dropout_report(LatentOutput(load_by_name(module, weights)), device)
+        return dropout_report(Output(load_by_name(module, weights), split_latent), device)
 
     return {"out": attempt(run)}
 
@@ -317,7 +305,7 @@ def mla_dropout(lab, device):
 @PROBES.add("s9.mla.eval")
 def mla_eval(lab, device):
     weights = mla_weights(5, 4, 3, seed=980, prefix="inner.")
-    return attempt(eval_report, lambda p: LatentOutput(mla(lab, 5, 4, 8, 2, 3, dropout=p)), weights, device)
+    return attempt(eval_report, lambda p: Output(mla(lab, 5, 4, 8, 2, 3, dropout=p), split_latent), weights, device)
 
 
 @PROBES.add("s9.gradients")
@@ -325,7 +313,7 @@ def gradients(lab, device):
     x = X[:, :6].to(device)
     return {"rope_gqa": attempt(lambda: gradient_report(Output(rope_gqa(lab)).to(device), x)),
             "swa": attempt(lambda: gradient_report(Output(swa(lab, bias=True)).to(device), x)),
-            "mla": attempt(lambda: gradient_report(LatentOutput(mla(lab)).to(device), x))}
+            "mla": attempt(lambda: gradient_report(Output(mla(lab), split_latent).to(device), x))}
 
 
 # ---------------------------------------------------------------- what a cache costs
@@ -377,7 +365,8 @@ def layer_shapes(lab, device):
         if cfg["layer"] == "rope":
             heads = 4 if d_out == DIM else 2
             return Output(lab.frontier.RopeGroupedQueryAttention(d_in, d_out, CONTEXT, heads, heads // 2))
-        return LatentOutput(mla(lab, d_in, d_out, CONTEXT, 4 if d_out == DIM else 2, LATENT if d_out == DIM else 3))
+        return Output(mla(lab, d_in, d_out, CONTEXT, 4 if d_out == DIM else 2, LATENT if d_out == DIM else 3),
+                      split_latent)
 
     return {"reports": shape_reports(build, LAYER_SHAPES, device)}
 
