@@ -3,6 +3,7 @@ generated from solutions/."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def main(argv=None):
     i.add_argument("--force", action="store_true",
                    help="also replace the assignment's files you edited since init wrote them (nbgrader_config.py "
                         "is always merged: only attention-lab's block is rewritten)")
-    _config_option(i)
+    _config_option(i, isolation=False)
     m = n_sub.add_parser("import", help="grade submitted/ in the isolated runner and put the grades in nbgrader's "
                          "gradebook (instead of `nbgrader autograde`)")
     m.add_argument("course_dir", metavar="COURSE_DIR")
@@ -72,12 +73,12 @@ def main(argv=None):
     cr = e_sub.add_parser("classroom", help="a GitHub Classroom template repository: the handout, its README, "
                           "requirements and .gitignore, and the autograding workflow")
     cr.add_argument("--out", required=True, metavar="DIR", help="a new folder for the template")
-    _config_option(cr)
+    _config_option(cr, isolation=False)
     ms = e_sub.add_parser("moss", help="a class's graded code for a plagiarism checker (MOSS, JPlag): a folder "
                           "per student, the stubs as base code")
     ms.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="one folder, .zip or .ipynb per student")
     ms.add_argument("--out", required=True, metavar="DIR", help="a new folder")
-    _config_option(ms)
+    _config_option(ms, isolation=False)
 
     args = parser.parse_args(argv)
     if _grades(args) and not sys.platform.startswith("linux"):  # before anything imports the sandbox
@@ -94,6 +95,16 @@ def main(argv=None):
         except UsageError as exc:
             print(f"attention-lab: {exc}", file=sys.stderr)
             return 2
+        if getattr(args, "require_isolation", False):
+            args.course = dataclasses.replace(args.course, require_isolation=True)
+        if _grades(args) and args.course.require_isolation:  # before anything is read or graded
+            from .sandbox.runner import IsolationRequired, require_isolation
+
+            try:
+                require_isolation()
+            except IsolationRequired as exc:
+                print(f"attention-lab: {exc}", file=sys.stderr)
+                return 1
         print(args.course.describe(), file=sys.stderr)
     return {"grade": _grade, "grade-all": _grade_all, "build": _build, "nbgrader": _nbgrader,
             "export": _export}[args.command](args)
@@ -107,9 +118,14 @@ def _grades(args) -> bool:
     return args.command in ("grade", "grade-all") or getattr(args, "action", None) == "import"
 
 
-def _config_option(parser):
+def _config_option(parser, isolation=True):
     parser.add_argument("--config", metavar="FILE", help="the course configuration (default: $ATTENTION_LAB_CONFIG, "
                         "else attention-lab.toml in the course folder or the working folder; see docs/instructors)")
+    if isolation:
+        parser.add_argument("--require-isolation", action="store_true",
+                            help="stop rather than grade where the kernel cannot confine graded code (no Landlock, "
+                                 "or as root no mount namespace either); the course configuration's "
+                                 "require_isolation = true does the same")
 
 
 def _stages(args):
@@ -142,7 +158,7 @@ def _grade(args):
     print(render_table(results, seconds, verbose=args.verbose, color=sys.stdout.isatty()))
     for note in graded.notes:
         print(f"note: {note}")
-    print("isolation: " + "; ".join(f"{k}: {v}" for k, v in graded.isolation.items()), file=sys.stderr)
+    print("isolation: " + "; ".join(f"{k}: {v}" for k, v in graded.isolation.items() if k != "files"), file=sys.stderr)
     if args.json:
         write_json(graded.gradescope(leaderboard=args.course.leaderboard), args.json)
         print(f"wrote {args.json}", file=sys.stderr)

@@ -56,8 +56,9 @@ def test_grade_writes_every_check_says_so_and_exits_with_its_own_status(monkeypa
     data = json.loads(out.read_text())
     assert sorted(t["number"] for t in data["tests"]) == sorted(c.id for c in all_checks({1}))
     test = next(t for t in data["tests"] if t["number"] == BROKEN)
-    assert test["status"] == "failed" and test["extra_data"] == {"grader_error": True}
-    assert test["output"] == GRADER_ERROR and data["extra_data"] == {"regrade": [BROKEN]}
+    isolation = data["extra_data"]["isolation"]["files"]  # every check states what confined it
+    assert test["status"] == "failed" and test["extra_data"] == {"grader_error": True, "isolation": isolation}
+    assert test["output"] == GRADER_ERROR and data["extra_data"]["regrade"] == [BROKEN]
     assert data["score"] == max_points(1) - registry()[BROKEN].points
 
 
@@ -114,7 +115,7 @@ def test_the_zeros_placeholder_is_graded_and_loses_only_what_it_must(make_submis
     tests = {t["number"]: t for t in json.loads(out.read_text())["tests"]}
     assert "every attention weight came out 0" in tests["s3.causal.dropout"]["output"]
     assert tests["s3.mask_fill"]["status"] == "passed" and tests["s3.causal.mask_buffer"]["status"] == "passed"
-    assert not [t for t in tests.values() if "extra_data" in t]
+    assert not [t for t in tests.values() if set(t.get("extra_data", {})) - {"isolation"}]
 
 
 @pytest.mark.parametrize("observation", [None, {"book": None}, {"book": [1, 2]}, {}])

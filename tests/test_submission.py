@@ -152,3 +152,60 @@ def test_links_inside_a_zip_are_left_out(tmp_path, root):
         z.writestr(link, str(root / "solutions" / "attention_lab" / "causal.py"))
     graded = grade(archive, stages={1, 3})
     assert points(graded.results) == {1: max_points(1), 3: 0}
+
+
+# ---------------------------------------------------------------- what intake reads, and what it will not
+
+
+def test_intake_reads_only_regular_files_and_names_what_it_left_out(tmp_path, root):
+    """A FIFO, a device and links named like modules are left out without being read (a FIFO would
+    block, /dev/zero would never end, a link reads whatever it names, as root); every check of that
+    stage says why, and the rest is graded."""
+    import os
+
+    folder = tmp_path / "sub"
+    shutil.copytree(root / "solutions" / "attention_lab", folder / "attention_lab")
+    package = folder / "attention_lab"
+    (package / "causal.py").unlink()
+    os.mkfifo(package / "causal.py")
+    (package / "buffers.py").unlink()
+    (package / "buffers.py").symlink_to("/dev/zero")
+    (package / "multihead.py").unlink()
+    (package / "multihead.py").symlink_to(root / "solutions" / "attention_lab" / "multihead.py")
+    (package / "data").symlink_to(root / "autograder" / "grading" / "golden")
+    graded = grade(folder, stages={1, 3, 4, 5})
+    assert points(graded.results) == {1: max_points(1), 3: 0, 4: 0, 5: 0}
+    causal = next(r for r in graded.results if r.id.startswith("s3."))
+    assert "stage 3 (causal.py) was not handed in: attention_lab/causal.py is a FIFO, which is left out" in causal.feedback
+    assert sorted(graded.notes) == sorted(f"attention_lab/{name} is {what}, which is left out: hand in the real file "
+                                          "or folder instead" for name, what in (("buffers.py", "a symbolic link"),
+                                                                                 ("causal.py", "a FIFO"),
+                                                                                 ("data", "a symbolic link"),
+                                                                                 ("multihead.py", "a symbolic link")))
+
+
+def test_a_package_that_is_a_link_is_refused_in_one_sentence(tmp_path, root, capsys):
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "attention_lab").symlink_to(root / "solutions" / "attention_lab")
+    with pytest.raises(SubmissionError) as refused:
+        grade(folder)
+    assert refused.value.student.startswith("your attention_lab/ is a symbolic link, which is not graded")
+    assert main(["grade", str(folder)]) == 2
+    assert "symbolic link" in capsys.readouterr().err
+
+
+def test_a_notebook_that_never_ends_or_blocks_is_refused(tmp_path):
+    """stage1_simple.ipynb -> /dev/zero, or a FIFO: refused at once, as the student's file, never read."""
+    import os
+    import time
+
+    for make in (lambda p: p.symlink_to("/dev/zero"), os.mkfifo):
+        folder = tmp_path / f"case{make.__name__}"
+        folder.mkdir()
+        make(folder / "stage1_simple.ipynb")
+        started = time.monotonic()
+        for given in (folder, folder / "stage1_simple.ipynb"):
+            with pytest.raises(SubmissionError):
+                grade(given)
+        assert time.monotonic() - started < 5

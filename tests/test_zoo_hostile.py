@@ -9,7 +9,15 @@ Their constants:
 - ``TIMEOUT``: the per-task timeout to grade with (default 3 s); ``BOUND``: the most seconds
   grading may take (default 60).
 - ``FILES``: extra files shipped in the submission folder, path -> text.
-- ``NEEDS_ROOT``: why the defence needs root; without root the entry is skipped with that reason.
+- ``LINKS``: symbolic links in the submission, name -> target (replacing what is there).
+- ``PLANT``: files written outside the submission before grading (a classmate's work, the course's
+  source, the gradebook, a file in the grader's home), path -> text or [text, mode]; removed after.
+- ``LEAVES``: paths the attack tries to create outside its sandbox: none may exist after grading.
+- ``REFUSED``: the submission must not be graded at all; the student's message says this.
+- Paths may use the words of ``tools.zoo.places``: @KIT@, @BESIDE@, @PARENT@, @HOME@, @TMP@, @SITE@.
+- ``NEEDS_KERNEL``: why only the kernel (Landlock, or a root of its own) stops the attack; where this
+  machine gives graded code neither, the entry is skipped with that reason, and fails instead when
+  ``ATTENTION_LAB_ISOLATION_TESTS=required`` (as CI sets it).
 - ``LIMITS``: runner constants to lower for this entry, e.g. ``{"CPU_PER_WALL": 0.25}``.
 
 Each hostile entry is graded twice: as root, where the child drops to an unprivileged user (skipped
@@ -21,17 +29,30 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import time
+from pathlib import Path
 
 import pytest
 
 from autograder.curriculum import STAGE_OF
 from autograder.delivery.report import write_json
+from autograder.errors import SubmissionError
 from autograder.grading.grade import grade
 from autograder.grading.registry import all_checks
 from autograder.sandbox import runner, workspace
 from autograder.sandbox.forkserver import ForkServer
-from tools.zoo import HOSTILE, assemble, read_entry, summary
+from tools.zoo import HOSTILE, assemble, placed, places, plant, read_entry, summary
+
+ISOLATION_REQUIRED = os.environ.get("ATTENTION_LAB_ISOLATION_TESTS") == "required"
+
+
+def needs_kernel_isolation(why):
+    """Skip (or, where the isolation tests are required, fail) when graded code here is not confined
+    by the kernel."""
+    missing = runner.kernel_isolation()
+    if missing:
+        (pytest.fail if ISOLATION_REQUIRED else pytest.skip)(f"{why}; and {missing}")
 
 
 def hostile_stages(entry):
@@ -64,18 +85,18 @@ class TestAsRoot:
 
     @pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
     def test_hostile_entry_is_contained(self, path, tmp_path, monkeypatch, root, server):
-        contained(path, tmp_path, self.AS_ROOT, monkeypatch, root, server)
+        contained(path, tmp_path, monkeypatch, root, server)
 
     def test_the_kit_is_hidden_from_the_child_not_locked_on_disk(self, tmp_path, monkeypatch, root, server):
-        """As root, the child cannot read the kit because its own mount namespace hides it; the
+        """As root, the child cannot read the kit because its root of its own does not hold it; the
         instructor's checkout keeps its permissions (chmod 700 is the fallback of a machine with
         no mount namespace, which says so)."""
-        if not workspace.secrets_hidden_per_child():
+        if not workspace.children_own_root():
             pytest.skip("this machine gives the grader no mount namespace: it falls back to chmod 700, and says so")
         modes = lambda: {p: p.stat().st_mode & 0o7777 for p in workspace.secrets()}  # noqa: E731
         before = modes()
         for stem in ("reads_solutions", "reads_golden_natively"):
-            contained(next(p for p in HOSTILE if p.stem == stem), tmp_path / stem, True, monkeypatch, root, server)
+            contained(next(p for p in HOSTILE if p.stem == stem), tmp_path / stem, monkeypatch, root, server)
         assert modes() == before, "grading as root changed the permissions of the instructor's checkout"
 
 
@@ -84,19 +105,43 @@ class TestAsUser:
 
     @pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
     def test_hostile_entry_is_contained(self, path, tmp_path, monkeypatch, root, server):
-        contained(path, tmp_path, self.AS_ROOT, monkeypatch, root, server)
+        contained(path, tmp_path, monkeypatch, root, server)
 
 
-def contained(path, tmp_path, grading_mode, monkeypatch, root, server):
+def contained(path, tmp_path, monkeypatch, root, server):
     entry = read_entry(path)
-    if entry["NEEDS_ROOT"] and not grading_mode:
-        pytest.skip(f"needs root: {entry['NEEDS_ROOT']}")
+    if entry["NEEDS_KERNEL"]:
+        needs_kernel_isolation(entry["NEEDS_KERNEL"])
     for name, value in entry["LIMITS"].items():
         monkeypatch.setattr(runner, name, value)
     monkeypatch.setenv("ATTENTION_LAB_TEST_SECRET", "LEAKED-through-the-environment")
     stages = hostile_stages(entry)
+    folder = tmp_path / "sub"
+    leaves = [Path(placed(p, places(folder))) for p in entry["LEAVES"]]
+    assert not [p for p in leaves if os.path.lexists(p)], f"{path.stem}: left over from an earlier run: {leaves}"
+    planted = plant(entry, folder)
+    try:
+        attacked_by(path, entry, assemble(path, entry, folder), stages, tmp_path, server)
+    finally:
+        for spot in planted:
+            spot.unlink(missing_ok=True)
+        left = [p for p in leaves if os.path.lexists(p)]
+        for spot in left:
+            spot.unlink()
+    assert not left, f"{path.stem} wrote {[str(p) for p in left]} outside its sandbox"
+    after = grade(root / "solutions", stages=stages, server=server).results  # nothing of the attack lingers
+    assert all(r.passed for r in after), f"after {path.stem}, the reference lost:\n{summary(after)}"
+
+
+def attacked_by(path, entry, submission, stages, tmp_path, server):
+    """Grade the attack; it must lose what it attacked, and nothing else, within its bound."""
     start = time.monotonic()
-    graded = grade(assemble(path, entry, tmp_path / "sub"), stages=stages, timeout_s=entry["TIMEOUT"], server=server)
+    if entry["REFUSED"]:
+        with pytest.raises(SubmissionError) as refused:
+            grade(submission, stages=stages, timeout_s=entry["TIMEOUT"], server=server)
+        assert entry["REFUSED"] in refused.value.student and "LEAKED" not in str(refused.value), path.stem
+        return
+    graded = grade(submission, stages=stages, timeout_s=entry["TIMEOUT"], server=server)
     elapsed = time.monotonic() - start
     results = graded.results
     assert elapsed < entry["BOUND"], f"{path.stem}: grading took {elapsed:.1f} s, more than {entry['BOUND']} s"
@@ -111,6 +156,7 @@ def contained(path, tmp_path, grading_mode, monkeypatch, root, server):
     assert not collateral, f"{path.stem} also cost {collateral}, which it did not attack:\n{summary(results)}"
     assert any(entry["MENTIONS"] in r.feedback for r in attacked), (
         f"{path.stem}: no lost check's feedback mentions {entry['MENTIONS']!r}:\n{summary(attacked)}")
+    assert not [n for n in graded.notes if "LEAKED" in n], graded.notes
 
     out = tmp_path / "results.json"
     write_json(graded.gradescope(), out)
@@ -120,9 +166,7 @@ def contained(path, tmp_path, grading_mode, monkeypatch, root, server):
         assert set(t) >= {"name", "score", "max_score", "output", "visibility"}
         assert isinstance(t["score"], (int, float)) and 0 <= t["score"] <= t["max_score"]
     assert data["score"] == sum(r.points for r in results)
-
-    after = grade(root / "solutions", stages=stages, server=server).results  # nothing of the attack lingers
-    assert all(r.passed for r in after), f"after {path.stem}, the reference lost:\n{summary(after)}"
+    assert {t["extra_data"]["isolation"] for t in data["tests"]} == {graded.isolation["files"]}
 
 
 @pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])

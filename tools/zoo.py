@@ -4,7 +4,10 @@ degenerate zoo, made by code from the contract's callables."""
 from __future__ import annotations
 
 import ast
+import os
 import shutil
+import sysconfig
+import tempfile
 from pathlib import Path
 
 from autograder.curriculum import STAGE_OF
@@ -27,7 +30,8 @@ def read_entry(path: Path) -> dict:
 
 
 ENTRY_DEFAULTS = {"MODULE": None, "LOSES": [], "MENTIONS": None, "ONLY": False, "STAGES": None, "TIMEOUT": 3,
-                  "BOUND": 60, "FILES": {}, "NEEDS_ROOT": None, "LIMITS": {}, "DIFFERS": {}}
+                  "BOUND": 60, "FILES": {}, "NEEDS_KERNEL": None, "LIMITS": {}, "DIFFERS": {}, "LINKS": {},
+                  "PLANT": {}, "LEAVES": [], "REFUSED": None}
 
 
 WRONG = sorted((ZOO / "wrong").glob("*.py"))
@@ -41,16 +45,53 @@ def summary(results) -> str:
     return "\n".join(f"  {'PASS' if r.passed else 'FAIL'} {r.id}: {r.feedback.splitlines()[0]}" for r in results)
 
 
+def places(folder: Path) -> dict:
+    """The words an entry may use for places outside its submission (``folder``), and where they are:
+    the kit's checkout, a folder beside the submission (where a classmate's work, the course's source
+    or the gradebook would be), the submission's parent, the grader's home, /tmp, and the
+    site-packages of the Python that grades."""
+    return {"@KIT@": str(KIT_ROOT), "@BESIDE@": str(folder.parent / "beside"), "@PARENT@": str(folder.parent),
+            "@HOME@": os.path.expanduser("~"), "@TMP@": tempfile.gettempdir(), "@SITE@": sysconfig.get_paths()["purelib"]}
+
+
+def placed(text: str, where: dict) -> str:
+    for word, path in where.items():
+        text = text.replace(word, path)
+    return text
+
+
 def assemble(path: Path, entry: dict, folder: Path) -> Path:
-    """A submission: the reference, with the entry appended to its module, plus its extra files."""
+    """A submission: the reference, with the entry appended to its module, plus its extra files and
+    its links (``LINKS``: name in the submission -> target, which replaces what is there)."""
+    where = places(folder)
     package = folder / "attention_lab"
     shutil.copytree(SOLUTIONS, package, ignore=shutil.ignore_patterns("__pycache__"))
     target = package / f"{entry['MODULE']}.py"
-    target.write_text(target.read_text() + f"\n\n# ---- zoo entry {path.stem} ----\n" + path.read_text())
+    target.write_text(target.read_text() + f"\n\n# ---- zoo entry {path.stem} ----\n" + placed(path.read_text(), where))
     for name, text in entry["FILES"].items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
+    for name, to in entry["LINKS"].items():
+        link = folder / name
+        if link.is_dir():
+            shutil.rmtree(link)
+        link.unlink(missing_ok=True)
+        link.symlink_to(placed(to, where))
     return folder
+
+
+def plant(entry: dict, folder: Path) -> list[Path]:
+    """Write the entry's ``PLANT`` files (``path: text`` or ``path: [text, mode]``) outside the
+    submission ``folder``; returns them, for the caller to remove."""
+    planted = []
+    for name, content in entry["PLANT"].items():
+        text, mode = (content, 0o644) if isinstance(content, str) else content
+        spot = Path(placed(name, places(folder)))
+        spot.parent.mkdir(parents=True, exist_ok=True)
+        spot.write_text(text)
+        spot.chmod(mode)
+        planted.append(spot)
+    return planted
 
 
 # ---------------------------------------------------------------- the degenerate zoo, made by code

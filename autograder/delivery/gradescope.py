@@ -49,7 +49,8 @@ fi
 python3 -m venv /autograder/venv
 # CPU torch at the kit's pinned version: the default index's torch pulls gigabytes of CUDA wheels.
 /autograder/venv/bin/pip install --quiet --index-url {index} "{torch}"
-/autograder/venv/bin/pip install --quiet numpy
+# numpy (torch warns without it) and Landlock's bindings, which confine graded code (docs/security.md).
+/autograder/venv/bin/pip install --quiet numpy "{landlock}"
 """
 
 RUN = """#!/usr/bin/env bash
@@ -71,11 +72,12 @@ GRADER_FAILED = ("The autograder failed while grading this submission. This is n
 def export(out_zip, config):
     """Write the autograder zip to ``out_zip`` (atomically) for the course ``config`` (its stages,
     points and visibility, shipped in ``kit/gradescope.json``). Returns the names it holds."""
-    from .pins import CPU_WHEELS, torch_pin
+    from .pins import CPU_WHEELS, pin, torch_pin
 
     constraints = KIT_ROOT / "constraints.txt"
     files = {  # name in the zip: (content, mode)
-        "setup.sh": (SETUP.format(index=CPU_WHEELS, torch=torch_pin(KIT_ROOT)), 0o755),
+        "setup.sh": (SETUP.format(index=CPU_WHEELS, torch=torch_pin(KIT_ROOT), landlock=pin("landlockpy", KIT_ROOT)),
+                     0o755),
         "run_autograder": (RUN, 0o755),
         "kit/constraints.txt": (constraints.read_bytes(), 0o644),
         "kit/" + CONFIG: (json.dumps(config.as_data()) + "\n", 0o644),

@@ -1,4 +1,4 @@
-"""What the grading platforms install: the torch that ``constraints.txt`` pins, as a CPU build."""
+"""What the grading platforms install: the versions ``constraints.txt`` pins, torch as a CPU build."""
 from __future__ import annotations
 
 import re
@@ -11,9 +11,13 @@ from ..paths import KIT_ROOT
 CPU_WHEELS = "https://download.pytorch.org/whl/cpu"
 
 
-def torch_pin(root: Path = KIT_ROOT) -> str:
-    """The torch requirement constraints.txt pins, e.g. ``torch==2.13.0``."""
-    found = re.search(r"^torch==\S+", (root / "constraints.txt").read_text(), flags=re.M)
+def pin(package: str, root: Path = KIT_ROOT) -> str:
+    """The requirement constraints.txt pins for ``package``, e.g. ``torch==2.13.0``."""
+    found = re.search(rf"^{re.escape(package)}==\S+", (root / "constraints.txt").read_text(), flags=re.M)
     if not found:
-        raise BuildError("constraints.txt pins no torch==VERSION")
+        raise BuildError(f"constraints.txt pins no {package}==VERSION")
     return found.group(0)
+
+
+def torch_pin(root: Path = KIT_ROOT) -> str:
+    return pin("torch", root)

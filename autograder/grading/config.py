@@ -7,6 +7,7 @@ used. Without one, every stage is taught, with the registry's points::
 
     # attention-lab.toml
     stages = [1, 2, 3, 4, 5]            # the stages taught (default: all of them)
+    require_isolation = true            # stop rather than grade where the kernel cannot confine graded code
 
     [points]                            # optional
     "s3.causal.no_leak" = 4             # a check's points
@@ -38,6 +39,7 @@ class CourseConfig:
     points: dict = field(default_factory=dict)  # check id -> points, for every check whose points changed
     hidden: str = "after_published"  # Gradescope's visibility of the checks that are not VISIBLE
     leaderboard: bool = True
+    require_isolation: bool = False  # grade only where the kernel enforces the child's allow-list
     path: Path | None = None  # where it was read from; None: the defaults
 
     def checks(self, stages=None):
@@ -62,16 +64,19 @@ class CourseConfig:
 
     def as_data(self) -> dict:
         """The configuration as ``from_data`` reads it (the Gradescope zip ships it as JSON)."""
-        return {"stages": list(self.stages), "points": dict(self.points),
+        return {"stages": list(self.stages), "points": dict(self.points), "require_isolation": self.require_isolation,
                 "gradescope": {"hidden": self.hidden, "leaderboard": self.leaderboard}}
 
 
 def from_data(data: dict, path=None) -> CourseConfig:
     """A configuration from parsed TOML (or JSON), checked: an unknown key, stage or check is an error."""
     where = str(path or "the course configuration")
-    unknown = set(data) - {"stages", "points", "gradescope"}
+    unknown = set(data) - {"stages", "points", "gradescope", "require_isolation"}
     if unknown:
-        raise UsageError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; known: stages, points, gradescope")
+        raise UsageError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; known: stages, points, "
+                         "require_isolation, gradescope")
+    if not isinstance(data.get("require_isolation", False), bool):
+        raise UsageError(f"{where}: require_isolation must be true or false, not {data['require_isolation']!r}")
     if not isinstance(data.get("points", {}), dict) or not isinstance(data.get("gradescope", {}), dict):
         raise UsageError(f"{where}: [points] and [gradescope] are tables (a [points] section of key = value lines), "
                          "not single values")
@@ -107,7 +112,7 @@ def from_data(data: dict, path=None) -> CourseConfig:
         raise UsageError(f"{where}: [gradescope] hidden must be one of {', '.join(HIDDEN)}, not {hidden!r}")
     changed = {k: v for k, v in points.items() if v != registry()[k].points}
     return CourseConfig(tuple(sorted(set(stages))), changed, hidden, bool(gradescope.get("leaderboard", True)),
-                        Path(path) if path else None)
+                        data.get("require_isolation", False), Path(path) if path else None)
 
 
 def shared(total: int, weights: dict) -> dict:

@@ -11,7 +11,7 @@ import torch
 from ..curriculum import modules_for
 from ..intake.submission import opened
 from ..sandbox.protocol import Task
-from ..sandbox.runner import TASK_TIMEOUT_S, run_tasks
+from ..sandbox.runner import PYTHON, TASK_TIMEOUT_S, run_tasks
 from .config import CourseConfig
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
@@ -108,7 +108,9 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
         if stages is None:
             stages = set(config.stages) & (sub.stages if sub.stages is not None else set(config.stages))
         checks = config.checks(stages)
-        run = run_tasks(sub, plan(checks, devices), timeout_s=timeout_s or TASK_TIMEOUT_S, server=server)
+        run = run_tasks(sub, plan(checks, devices), timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
+                        required=config.require_isolation)
+    _warn_once(run.isolation)
     results, errors = [], []
     for c in checks:
         ran = [d for d in c.devices if d in devices]
@@ -177,3 +179,15 @@ def clean(text):
     rewrite a grader's terminal), and not more than a screenful."""
     text = "".join(ch if ch in "\n\t" or ch.isprintable() else "?" for ch in text)
     return text if len(text) <= FEEDBACK_MAX else text[:FEEDBACK_MAX] + " ..."
+
+
+_warned = []
+
+
+def _warn_once(isolation):
+    """Say on stderr, once per process, when graded code was confined in Python alone: every command
+    that grades (grade, grade-all, the Gradescope runner, nbgrader import, the pytest plugin) says so."""
+    if isolation.get("files") == PYTHON and not _warned:
+        _warned.append(True)
+        print(f"attention-lab: warning: graded code was not confined by the kernel here: {isolation['filesystem']}. "
+              "docs/security.md says what is then open; --require-isolation stops instead.", file=sys.stderr)

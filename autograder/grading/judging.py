@@ -20,7 +20,8 @@ def described(record):
     handed in names its stage."""
     module = record.get("importing", "").removeprefix("attention_lab/").removesuffix(".py")
     if record.get("type") == "NotHandedIn" and module in STAGE_OF:
-        return f"stage {STAGE_OF[module]} ({module}.py) was not handed in"
+        why = record.get("why")
+        return f"stage {STAGE_OF[module]} ({module}.py) was not handed in" + (f": {why}" if why else "")
     return describe_error(record)
 
 

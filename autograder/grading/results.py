@@ -74,11 +74,12 @@ class Graded:
     notes: list = field(default_factory=list)  # what the student should know about what was graded
     pictures: dict = field(default_factory=dict)  # probe -> [public.pictures.Picture] (see grade's pictures)
 
-    @staticmethod
-    def _extra(result, drawn) -> dict:
+    def _extra(self, result, drawn) -> dict:
         """A test's ``extra_data``: a grader error's mark, and a failed check's pictures (SVG text),
         which the Gradescope runner shows inline and nbgrader import under the grade cell."""
         extra = {"grader_error": True} if result.status == ERROR else {}
+        if self.isolation.get("files"):  # every check says what confined it: "kernel" or "python" (see docs/security.md)
+            extra["isolation"] = self.isolation["files"]
         if not result.passed and drawn.get(result.id):
             extra["pictures"] = [{"kind": p.kind, "flagged": p.flagged, "svg": p.svg} for p in drawn[result.id]]
         return extra
@@ -140,8 +141,11 @@ class Graded:
                  for r in self.results for name, value in sorted(r.values.items())]
         if leaderboard and board:
             data["leaderboard"] = board
+        data["extra_data"] = {"isolation": self.isolation} if self.isolation else {}
         if self.regrade:
-            data["extra_data"] = {"regrade": self.regrade}
+            data["extra_data"]["regrade"] = self.regrade
+        if not data["extra_data"]:
+            del data["extra_data"]
         return data
 
 
@@ -172,7 +176,7 @@ class Record:
         data = graded.gradescope()
         problem = (f"grader error in {', '.join(graded.regrade)} (not the student's fault): those checks count 0 "
                    "until a fixed kit grades this row again" if graded.regrade else "")
-        data["extra_data"] = {**bookkeeping, "stage_points": {str(s): t.points for s, t in graded.totals.items()},
+        data["extra_data"] = {**data.get("extra_data", {}), **bookkeeping, "stage_points": {str(s): t.points for s, t in graded.totals.items()},
                               "problem": problem, "regrade": graded.regrade, "notes": graded.notes,
                               "seconds": round(graded.seconds, 2)}
         return cls(data)

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from ..curriculum import STAGES
+from .files import NotRegular, read_regular
 
 MODULES = tuple(s.module for s in STAGES.values())
 NOTEBOOK_MAX_BYTES = 20 * 2**20
@@ -43,10 +44,10 @@ def module_of(cell_source: str):
 def read(path: Path) -> dict:
     """A notebook's JSON, refusing what is not one (or is absurdly large) with a clear message."""
     try:
-        if path.stat().st_size > NOTEBOOK_MAX_BYTES:
-            raise NotebookError(f"{path.name} is larger than {NOTEBOOK_MAX_BYTES // 2**20} MiB")
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        notebook = json.loads(read_regular(path, NOTEBOOK_MAX_BYTES).decode("utf-8"))
+    except NotRegular as exc:
+        raise NotebookError(f"{path.name} is {exc}, not a notebook that can be read") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise NotebookError(f"{path.name} is not a readable notebook: {exc}") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise NotebookError(f"{path.name} is not a notebook (no list of cells)")

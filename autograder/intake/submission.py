@@ -31,6 +31,7 @@ from ..curriculum import STAGE_OF
 from ..errors import SubmissionError
 from ..limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
 from . import notebooks
+from .files import is_folder, is_regular, left_out_note, read_package
 
 MODULE_FILES = [f"{m}.py" for m in STAGE_OF]
 IGNORED = ("__MACOSX", "__pycache__", ".ipynb_checkpoints")  # what archivers and Jupyter add
@@ -39,18 +40,27 @@ HAND_IN = ("Hand in your attention_lab/ folder, or the module files in it that y
 
 
 def holds_modules(folder: Path) -> bool:
-    """Does ``folder`` hold a module file of the lab (``simple.py``, ...) itself?"""
-    return any((folder / m).is_file() for m in MODULE_FILES)
+    """Does ``folder`` hold a module file of the lab (``simple.py``, ...) itself? A link to one
+    counts, so that the student is told it was left out rather than that nothing was handed in."""
+    return any(is_regular(folder / m) or (folder / m).is_symlink() for m in MODULE_FILES)
 
 
 def holds_code(folder: Path) -> bool:
     """Is ``folder`` a submission's code: the folder that holds ``attention_lab/``, or the module files?"""
-    return (folder / "attention_lab").is_dir() or holds_modules(folder)
+    return _package_in(folder) is not None or holds_modules(folder)
+
+
+def _package_in(folder: Path):
+    """``folder/attention_lab`` when it is there, as a folder or a link (which reading refuses, and says so)."""
+    package = folder / "attention_lab"
+    return package if is_folder(package) or package.is_symlink() else None
 
 
 @dataclass
 class Submission:
-    package: Path | None  # the attention_lab/ folder to copy, if there is one
+    package: Path | None  # the attention_lab/ folder it came from, if there is one
+    files: dict[str, bytes] = field(default_factory=dict)  # the package's .py files, read once (see ``files``)
+    left_out: dict[str, str] = field(default_factory=dict)  # module -> why its file was not read (a link, ...)
     replaced: dict[str, str] = field(default_factory=dict)  # module -> code taken from a notebook
     origins: dict[str, str] = field(default_factory=dict)  # module -> where its code came from
     stages: set | None = None  # what to grade when the caller does not say (None: every stage)
@@ -60,11 +70,10 @@ class Submission:
         """module -> the code that is graded for it (a notebook's cell, or the module file)."""
         found = {}
         for module in STAGE_OF:
-            file = self.package / f"{module}.py" if self.package is not None else None
             if module in self.replaced:
                 found[module] = self.replaced[module]
-            elif file is not None and file.is_file():
-                found[module] = file.read_text(encoding="utf-8", errors="replace")
+            elif f"{module}.py" in self.files:
+                found[module] = self.files[f"{module}.py"].decode("utf-8", errors="replace")
         return found
 
 
@@ -88,7 +97,7 @@ def open_submission(path) -> Submission:
     path = Path(path).expanduser().resolve()
     if not path.exists():
         raise SubmissionError(f"{path}: no such file or directory", f"nothing was handed in. {HAND_IN}")
-    if path.is_file():
+    if not path.is_dir():  # a file, or a FIFO or device that intake refuses without reading it
         if path.suffix != ".ipynb":
             raise SubmissionError(f"{path.name} is neither a folder, a zip nor a notebook; pass the folder that "
                                   "holds attention_lab/, or a notebook of the course",
@@ -97,9 +106,9 @@ def open_submission(path) -> Submission:
         sub.stages = {STAGE_OF[m] for m in sub.replaced}
         return sub
     path = _descend(path)
-    if path.name == "attention_lab" and not (path / "attention_lab").is_dir():
+    if path.name == "attention_lab" and _package_in(path) is None:
         return _from_package(path)  # the package itself was named: its files, not any notebook beside it
-    package = path / "attention_lab" if (path / "attention_lab").is_dir() else None
+    package = _package_in(path)
     found = sorted(path.glob("*.ipynb"))
     if found:
         sub = _from_notebooks(found, package, required=False)
@@ -120,7 +129,7 @@ def _descend(folder: Path, depth=4) -> Path:
         if holds_code(folder) or any(folder.glob("*.ipynb")):
             return folder
         inside = [p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED]
-        if len(inside) != 1 or not inside[0].is_dir() or inside[0].is_symlink():
+        if len(inside) != 1 or not is_folder(inside[0]):
             return folder
         folder = inside[0]
     return folder
@@ -152,15 +161,24 @@ def unzip(archive: Path, dest: Path):
 
 
 def _from_package(package: Path) -> Submission:
-    if not holds_modules(package):
-        raise SubmissionError(f"{package} holds none of {', '.join(MODULE_FILES)}",
-                              f"the attention_lab/ folder handed in holds none of {', '.join(MODULE_FILES)}. {HAND_IN}")
-    return Submission(package, origins={m: f"attention_lab/{m}.py" for m in STAGE_OF
-                                        if (package / f"{m}.py").is_file()})
+    files, left_out = read_package(package)
+    notes = [left_out_note(f"attention_lab/{name}", what) for name, what in left_out.items()]
+    if not any(m in files for m in MODULE_FILES):
+        raise SubmissionError(f"{package} holds none of {', '.join(MODULE_FILES)}" + "".join(f"; {n}" for n in notes),
+                              f"the attention_lab/ folder handed in holds none of {', '.join(MODULE_FILES)}"
+                              + "".join(f"; {n}" for n in notes) + f". {HAND_IN}")
+    return Submission(package, files, _modules_left_out(left_out),
+                      origins={m: f"attention_lab/{m}.py" for m in STAGE_OF if f"{m}.py" in files}, notes=notes)
 
 
 def _from_notebooks(paths, package, required=True) -> Submission:
-    sub = Submission(package)
+    files, left_out = {}, {}
+    if package is not None and is_folder(package):
+        files, left_out = read_package(package)
+    elif package is not None:  # a link: the notebooks are graded, and the student told why the folder is not
+        left_out = {"": "a symbolic link"}
+    notes = [left_out_note(f"attention_lab/{name}", what) for name, what in left_out.items()]
+    sub = Submission(package, files, _modules_left_out(left_out), notes=notes)
     for path in paths:  # sorted: the order nbgrader runs them in, so a later notebook wins
         try:
             found = notebooks.modules_in(path)
@@ -176,10 +194,10 @@ def _from_notebooks(paths, package, required=True) -> Submission:
                               "starts with %%writefile attention_lab/<module>.py)")
     if package is not None:
         for module in STAGE_OF:
-            file = package / f"{module}.py"
-            if module not in sub.origins and file.is_file():
+            file = files.get(f"{module}.py")
+            if module not in sub.origins and file is not None:
                 sub.origins[module] = f"attention_lab/{module}.py"
-            elif module in sub.replaced and file.is_file() and _differs(file, sub.replaced[module]):
+            elif module in sub.replaced and file is not None and _differs(file, sub.replaced[module]):
                 sub.notes.append(
                     f"attention_lab/{module}.py differs from the module cell of {sub.origins[module]}: the notebook's "
                     f"cell was graded, because running the notebook (as nbgrader does) rewrites the file with it. "
@@ -187,10 +205,11 @@ def _from_notebooks(paths, package, required=True) -> Submission:
     return sub
 
 
-def _differs(file: Path, code: str) -> bool:
+def _modules_left_out(left_out) -> dict:
+    """module -> what its file is, for the module files among what ``read_package`` left out."""
+    return {m: left_out_note(f"attention_lab/{m}.py", left_out[f"{m}.py"]) for m in STAGE_OF if f"{m}.py" in left_out}
+
+
+def _differs(file: bytes, code: str) -> bool:
     """Does the module file hold other code than a notebook's cell (trailing blanks aside)?"""
-    try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return text.rstrip() != code.rstrip()
+    return file.decode("utf-8", errors="replace").rstrip() != code.rstrip()

@@ -88,6 +88,11 @@ class Lab:
     def mark_broken(self, name, message):
         self._failed[name] = problem("Crash", message, importing=f"attention_lab/{name}.py")
 
+    def mark_left_out(self, name, why):
+        """The module's file was handed in as something intake does not read (a link, a FIFO): ``why``."""
+        self._failed[name] = problem("NotHandedIn", f"{name}.py was not handed in: {why}",
+                                     importing=f"attention_lab/{name}.py", why=why)
+
 
 def attempt(fn, *args, **kwargs):
     """Run one measurement; an exception becomes an error record instead of ending the probe.

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from ..public.feedback import problem
 from ..public.watch import Watch, describe_changes
-from . import confine, protocol
+from . import confine, protocol, world
+from .world import World
+from . import linux
 from .linux import die_with_parent
 
 
@@ -82,22 +84,15 @@ def main(job_path):
     table = probes.load()
     if "meta" in job.devices:
         _warm_meta()  # a no-op when the server has done it
-    if "cuda" in job.devices:
-        _warm_cuda()
-    lim = job.limits
+    lim = job.limits  # first: counting the user's processes needs all of /proc, which the child's world lacks
     confine.limit(lim.memory, lim.file, lim.cpu * (len(job.tasks) + 2), lim.processes,
                   address_space="cuda" not in job.devices)
-    layers = {"network": confine.cut_network(), "user": job.uid}
+    # While this process has one thread (a user namespace needs it):
+    layers = {"user": job.uid, **(confine.namespaces() if "namespaces" in job.layers else {})}
+    layers.update(_enclose(job, layers))
+    if "cuda" in job.devices:
+        _warm_cuda()  # inside the world already: CUDA's threads and files are under the same rule
     if job.uid is not None:
-        unreachable = confine.expose([p for p in sys.path if p != job.kit_parent], job.stash)
-        if unreachable:
-            sys.exit(f"the unprivileged grading user cannot read {unreachable[0]}, and this machine does not "
-                     "let the grader open a way (no mount namespace): make the folders on the way to it "
-                     "enterable by others (chmod o+x), or grade as a user other than root")
-        if job.hide:
-            visible = confine.hide(job.secrets)
-            if visible:  # the grading process found that this machine can hide them: something changed
-                sys.exit(f"the grader could not hide {visible[0]} from graded code in the child's mount namespace")
         confine.drop_privileges(job.uid, job.gid)
     die_with_parent(parent)  # after the change of user, which clears it
     (out / protocol.LAYERS).write_text(json.dumps(layers))
@@ -112,6 +107,8 @@ def main(job_path):
     lab = probes.Lab(job.submission)
     for module, message in job.broken.items():
         lab.mark_broken(module, message)
+    for module, why in job.left_out.items():
+        lab.mark_left_out(module, why)
     watch = Watch()
 
     for index, task in job.tasks:
@@ -142,6 +139,40 @@ def main(job_path):
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # no atexit hook or finaliser of the submission's runs after the last result
+
+
+def _enclose(job, layers) -> dict:
+    """Shut the child into its world (``world``): a root of its own, then Landlock. Returns what
+    held, for the report: ``root`` and ``landlock`` (its ABI, 0 for none), each with why not."""
+    found = {}
+    import_path = [p for p in sys.path if p != job.kit_parent]
+    allowed = World.of_child(import_path, job.submission, job.home, job.out, job.secrets, cuda="cuda" in job.devices)
+    try:
+        if not layers.get("mounts"):
+            raise world.NoRoot("no mount namespace" if "namespaces" in job.layers else "namespaces not tried")
+        world.own_root(allowed, job.stash)
+        os.chdir(job.out)
+        found["root"] = True
+    except world.NoRoot as exc:
+        if job.own_root:  # the grading process found that children can: something changed since
+            sys.exit(f"the grader could not give graded code a root of its own: {exc}")
+        found["root"], found["root_why"] = False, str(exc)
+    if job.uid is not None and not found["root"]:
+        closed = confine.unreachable(import_path)
+        if closed:
+            sys.exit(f"the unprivileged grading user cannot read {closed[0]}, and this machine does not let the "
+                     "grader give it a root of its own (no mount namespace): make the folders on the way to it "
+                     "enterable by others (chmod o+x), or grade as a user other than root")
+    try:
+        if "landlock" not in job.layers:
+            raise OSError("Landlock not tried")
+        found["landlock"] = world.landlock(allowed)
+    except (OSError, ImportError) as exc:  # no Landlock here: an old kernel, or a filter that refuses its calls
+        found["landlock"], found["landlock_why"] = 0, str(exc)
+    if job.uid is None:  # root gives up its capabilities by becoming the grading user (drop_privileges)
+        found["capabilities"] = "dropped" if linux.drop_capabilities() else "kept"
+    found["threads"] = len(os.listdir("/proc/self/task"))
+    return found
 
 
 def _untrustworthy(subject, changed, refusals, hand):

@@ -4,11 +4,10 @@ The child starts with the grader's rights: it imports torch and the probes, and 
 confines itself, in an order where each step still has what it needs:
 
 1. ``limit``: hard resource limits (memory, file size, processes, CPU) the student cannot raise;
-2. ``cut_network``: a fresh network namespace with no interfaces, when the kernel allows one;
-3. ``expose``, ``hide`` and ``drop_privileges``: when started as root, make sure Python's own
-   folders stay readable, lay an empty folder over the kit's files (hidden checks, golden data,
-   the reference) in the child's own view of the file system, then become the unprivileged
-   grading user;
+2. ``namespaces``: fresh network and mount namespaces (with a user namespace when not root);
+3. ``world.own_root`` and ``world.landlock``: a root that holds only the child's allow-list, and
+   Landlock's rule over the same list (see ``world``); then, when started as root,
+   ``drop_privileges`` to the unprivileged grading user;
 4. ``arm``: an audit hook (which Python code cannot remove) that refuses sockets, new processes,
    signals, ctypes, tracing, memory scans, writes outside the sandbox and reads of the grader;
 5. ``public.watch.Watch`` (used by ``child``): a snapshot of torch, builtins and the probes,
@@ -70,21 +69,27 @@ def _tasks_of(uid):
     return count
 
 
-# ---------------------------------------------------------------- 2, 3. network and user
+# ---------------------------------------------------------------- 2, 3. namespaces and user
 
-CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
+MS_REC, MS_PRIVATE = 16384, 1 << 18
 
 
-def cut_network():
-    """Move into a network namespace of our own (only a loopback, down). True if it worked.
+def namespaces() -> dict:
+    """Move into network and mount namespaces of our own, where the kernel allows: ``{"network":
+    bool, "mounts": bool}``. Root can do it directly; another user first needs a user namespace,
+    mapped to itself (which must happen while the process has one thread). The network namespace has
+    only a loopback, down; the mount namespace is where ``world.own_root`` builds the child's root.
+    Containers that forbid namespaces (Docker's default) leave Landlock and the audit hook."""
+    if os.getuid() != 0 and not _user_namespace():
+        return {"network": False, "mounts": False}
+    mounts = libc.unshare(CLONE_NEWNS) == 0 and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
+    return {"network": libc.unshare(CLONE_NEWNET) == 0, "mounts": mounts}
 
-    Root can do it directly; another user first needs a user namespace, mapped to itself.
-    Containers that forbid namespaces (Docker's default) leave the audit hook as the defence.
-    """
-    if os.getuid() == 0:
-        return libc.unshare(CLONE_NEWNET) == 0
+
+def _user_namespace():
     uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+    if libc.unshare(CLONE_NEWUSER) != 0:
         return False
     try:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
@@ -95,86 +100,23 @@ def cut_network():
     return True
 
 
-CLONE_NEWNS, MS_RDONLY, MS_BIND, MS_REC, MS_PRIVATE, MNT_DETACH = 0x00020000, 1, 4096, 16384, 1 << 18, 2
-
-
-def _blocked(path):
-    """The first folder on the way to ``path`` that a user with no rights of its own cannot enter."""
-    for folder in [*reversed(path.parents), path]:
-        if not os.stat(folder).st_mode & 0o001:
-            return folder
-    return None
-
-
-_private_mounts = False  # has this process its own mount namespace yet?
-
-
-def own_mount_namespace() -> bool:
-    """Give this process a mount namespace of its own, whose mounts no other process sees (once);
-    False when the kernel or the container refuses (no CAP_SYS_ADMIN)."""
-    global _private_mounts
-    if not _private_mounts:
-        _private_mounts = (libc.unshare(CLONE_NEWNS) == 0
-                           and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0)
-    return _private_mounts
-
-
-def can_hide() -> bool:
-    """Can a child made like this process hide folders in a mount namespace of its own? Tried in
-    a forked process, so this one's view of the file system stays as it is."""
+def can_own_root() -> bool:
+    """Can a child made like this process have a root of its own (namespaces allowed)? Tried in a
+    forked process, so this one stays as it is."""
     pid = os.fork()
     if pid == 0:
-        os._exit(0 if own_mount_namespace() else 1)
+        os._exit(0 if namespaces()["mounts"] else 1)
     return os.waitpid(pid, 0)[1] == 0
 
 
-def hide(paths) -> list:
-    """Lay an empty, read-only folder that nobody may enter over each of ``paths`` (the kit's
-    package, the reference), in this process's own mount namespace: the files stay as they are on
-    disk, for the instructor, and the child and its descendants see nothing there. Returns the
-    paths it could not hide."""
-    paths = [Path(p) for p in paths if os.path.isdir(p)]  # hidden already when gone from this view
-    if not paths or not own_mount_namespace():
-        return [str(p) for p in paths]
-    return [str(p) for p in paths if libc.mount(b"tmpfs", bytes(p), b"tmpfs", MS_RDONLY, b"mode=0000,size=4k") != 0]
+def unreachable(paths) -> list:
+    """Those of ``paths`` that a user with no rights of its own cannot reach (a Python installed
+    under /root, a venv in a private folder): without a root of its own, the grading user cannot
+    import from them, and grading must stop rather than half-work."""
+    def blocked(path):
+        return any(not os.stat(folder).st_mode & 0o001 for folder in [*reversed(path.parents), path])
 
-
-def expose(paths, stash):
-    """Let an unprivileged user reach ``paths`` (Python's library, site-packages) when a folder on
-    the way is closed to others (a Python installed under /root, a venv in a private folder).
-
-    In a mount namespace of its own, the child lays an empty tmpfs (mode 0711) over the closed
-    folder and binds back into it only what leads to ``paths``; its other contents (the kit's
-    checks and reference, when they live beside the venv) disappear. Returns the paths that stay
-    out of reach (none when it worked); the caller then refuses to grade rather than half-work.
-    """
-    paths = [Path(p) for p in paths if os.path.isdir(p)]
-    if not any(_blocked(p) for p in paths):
-        return []
-    Path(stash).mkdir()
-    if not own_mount_namespace():
-        return [str(p) for p in paths if _blocked(p)]
-    for round_no in range(8):  # one closed folder per round; a folder may hide another further down
-        closed = sorted({_blocked(p) for p in paths} - {None}, key=lambda f: len(f.parts))
-        if not closed:
-            return []
-        folder = closed[0]
-        keep = sorted({folder / p.relative_to(folder).parts[0] for p in paths
-                       if p != folder and p.is_relative_to(folder)})
-        held = []
-        for i, inner in enumerate(keep):
-            spot = Path(stash) / f"keep{round_no}.{i}"
-            spot.mkdir()
-            if libc.mount(bytes(inner), bytes(spot), None, MS_BIND | MS_REC, None) != 0:
-                return [str(inner)]
-            held.append((inner, spot))
-        if libc.mount(b"tmpfs", bytes(folder), b"tmpfs", 0, b"mode=0711,size=64k") != 0:
-            return [str(folder)]
-        for inner, spot in held:
-            (folder / inner.name).mkdir(mode=0o755)
-            libc.mount(bytes(spot), bytes(folder / inner.name), None, MS_BIND | MS_REC, None)
-            libc.umount2(bytes(spot), MNT_DETACH)
-    return [str(p) for p in paths if _blocked(p)]
+    return [str(p) for p in map(Path, paths) if os.path.isdir(p) and blocked(p)]
 
 
 def drop_privileges(uid, gid):

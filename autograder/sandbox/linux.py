@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import signal
 
 libc = ctypes.CDLL(None, use_errno=True)  # libc, already loaded (find_library would run ldconfig/gcc)
@@ -25,6 +26,26 @@ def die_with_parent(parent=None):
 def no_new_privileges():
     """Setuid programs (su, sudo) can never lift this process (or its children) again."""
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+PR_CAPBSET_DROP, CAP_LAST = 24, 63
+SYS_CAPSET = {"x86_64": 126, "aarch64": 91, "arm64": 91}.get(platform.machine())
+
+
+def drop_capabilities() -> bool:
+    """Give up every capability, for good: the bounding set, then the effective, permitted and
+    inheritable sets. An ordinary user's child holds all of them in its own user namespace (where it
+    made its root); without them it can neither remount that root writable nor make another.
+    True when the sets are empty afterwards."""
+    for cap in range(CAP_LAST + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # fails past the kernel's last capability: harmless
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable}: all zero
+    if SYS_CAPSET is None or libc.syscall(SYS_CAPSET, header, data) != 0:
+        return False
+    with open("/proc/self/status") as f:
+        held = {line.split(":")[0]: line.split()[1] for line in f if line.startswith(("CapEff", "CapPrm", "CapBnd"))}
+    return set(held.values()) == {"0000000000000000"}
 
 
 def become_subreaper():

@@ -15,6 +15,9 @@ from pathlib import Path
 
 START_TIMEOUT_S = 60.0  # for the fork server to start, and for a child to start its first task
 CURRENT, LAYERS, DONE = "current", "layers.json", "done"
+# The kernel's layers a child tries: namespaces (network, mounts, and its own root in them) and
+# Landlock. The tests take some away to grade as a machine without them would.
+KERNEL_LAYERS = ("namespaces", "landlock")
 PROBES = "autograder.probes"  # the module a child imports, by name, to run probes: see ``Job.probes``
 
 
@@ -52,11 +55,14 @@ class Job:
     gid: int | None
     limits: Limits
     out: str  # where it writes CURRENT, LAYERS and the results
-    stash: str  # where it may park mounts for a moment (see ``confine.expose``)
+    home: str  # its HOME and TMPDIR: the one folder besides ``out`` it may write
+    stash: str  # where it builds its own root (see ``world.own_root``)
     broken: dict  # module -> why it is not imported again
+    left_out: dict  # module -> why intake did not read its file (a link, a FIFO): said by every check that needs it
     tasks: list  # of (index, Task)
     probes: str = PROBES
-    hide: bool = False  # lay empty folders over ``secrets`` in its own mount namespace (as root)
+    own_root: bool = False  # the grading process found that children can have a root of their own
+    layers: list = field(default_factory=lambda: list(KERNEL_LAYERS))  # those of KERNEL_LAYERS to try
     devices: set = field(init=False)
 
     def __post_init__(self):

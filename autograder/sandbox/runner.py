@@ -78,12 +78,15 @@ def load_result(data):
         return error("BadResult", f"the grader could not read this result ({str(exc)[:200]})")
 
 
-def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, server=None) -> Run:
+def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, server=None, required=False) -> Run:
     """Run ``tasks`` against ``submission`` (a ``submission.Submission``), in children forked by
-    ``server`` (a ``ForkServer``; by default one started for this run alone)."""
+    ``server`` (a ``ForkServer``; by default one started for this run alone). ``required``: stop
+    with ``IsolationRequired`` rather than grade where the kernel does not confine the child."""
+    if required:
+        require_isolation()
     if server is None:
         with ForkServer(meta=any(t.device == "meta" for t in tasks)) as server:
-            return run_tasks(submission, tasks, timeout_s, server)
+            return run_tasks(submission, tasks, timeout_s, server, required)
     linux.become_subreaper()
     ws = Workspace(submission, server.uid, server.gid)
     run = Run({})
@@ -99,7 +102,12 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
                 data = read_small(protocol.result_file(out, i))
                 if data is not None:
                     results[i] = load_result(data)
-            run.isolation = run.isolation or _layers(out, ws, timeout_s)
+            layers = _layers(out, ws, timeout_s)
+            if not run.isolation or layers["files"] == PYTHON:  # the weakest child's, should they differ
+                run.isolation = layers
+            if required and layers["files"] == PYTHON:
+                raise IsolationRequired(f"the course requires isolation enforced by the kernel, and a grading child "
+                                        f"got {layers['filesystem']}")
             if blamed is not None and blamed not in results:
                 task = tasks[blamed]
                 results[blamed] = why
@@ -136,8 +144,9 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s):
         submission=str(ws.submission), sandbox=str(ws.root), secrets=[str(p) for p in workspace.secrets()],
         kit_parent=str(KIT_ROOT) if str(KIT_ROOT) not in workspace.site_paths() else None, uid=ws.uid, gid=ws.gid,
         limits=protocol.Limits(MEMORY_LIMIT, FILE_LIMIT, timeout_s * CPU_PER_WALL, EXTRA_PROCESSES),
-        out=str(out), stash=str(ws.control / f"{out.name}.stash"), broken=broken,
-        tasks=[(i, tasks[i]) for i in pending], hide=ws.hides)
+        out=str(out), home=str(ws.home), stash=str(ws.control / f"{out.name}.stash"), broken=broken,
+        left_out=ws.left_out,
+        tasks=[(i, tasks[i]) for i in pending], own_root=ws.own_root)
     job_path = ws.control / f"{out.name}.json"
     job.write(job_path)
     proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()))
@@ -198,17 +207,70 @@ def _read_current(out):
 
 
 def _layers(out, ws, timeout_s):
-    """What protected this run, for the report: a separate user, no network, limits."""
+    """What protected this run, for the report: a separate user, no network, the files it could
+    reach and how that was enforced, limits. ``files`` is ``KERNEL`` when the kernel enforces the
+    child's allow-list (Landlock, or a root of its own with no privileges left), else ``PYTHON``."""
     try:
-        reported = json.loads(read_small(out / protocol.LAYERS, limit=1000) or b"{}")
+        reported = json.loads(read_small(out / protocol.LAYERS, limit=4000) or b"{}")
     except ValueError:
         reported = {}
+    abi, root = reported.get("landlock") or 0, reported.get("root") is True
+    enforced = [f"Landlock (ABI {abi})"] * bool(abi) + ["a root of its own"] * root
+    missing = ([f"no Landlock: {reported.get('landlock_why') or 'not tried'}"] * (not abi)
+               + [f"no root of its own: {reported.get('root_why') or 'no mount namespace'}"] * (not root))
+    threads = reported.get("threads") or 1
+    if abi and abi < 8 and threads > 1:  # Landlock below ABI 8 binds the calling thread and what it starts
+        missing.append(f"{threads - 1} thread(s) started before Landlock are outside it")
+    # Without Landlock, a root of its own holds for native code only where the child keeps no privilege:
+    # as root it becomes another user; as an ordinary user it gives up the capabilities its user namespace gave it.
+    kernel = bool(abi) or (root and (ws.uid is not None or reported.get("capabilities") == "dropped"))
     return {
         "user": f"uid {ws.uid} (unprivileged)" if ws.uid is not None else "the grading user (not root)",
         "network": "none (own network namespace)" if reported.get("network") is True else "blocked in Python only",
+        "files": KERNEL if kernel else PYTHON,
+        "filesystem": (("only its own submission, Python and its libraries, enforced by " + " and ".join(enforced))
+                       if kernel else "blocked in Python only (its audit hook): native code can read and write "
+                       "whatever the grading user can") + ("" if not missing else f" ({'; '.join(missing)})"),
         "limits": (f"{timeout_s:g} s and {timeout_s * CPU_PER_WALL:g} CPU-s per task, "
                    f"{MEMORY_LIMIT / 2**30:g} GiB, {FILE_LIMIT // 2**20} MiB files"),
     }
+
+
+KERNEL, PYTHON = "kernel", "python"
+
+
+class IsolationRequired(GradingError):
+    """The course requires the kernel to confine graded code, and this machine cannot."""
+
+
+def kernel_isolation() -> str | None:
+    """None when a grading child here gets a kernel-enforced allow-list (Landlock, or as root a
+    root of its own); else why not, in one sentence."""
+    from .world import landlock_abi
+
+    landlock = "landlock" in protocol.KERNEL_LAYERS and landlock_abi() > 0
+    if landlock or (workspace.is_root() and "namespaces" in protocol.KERNEL_LAYERS and workspace.children_own_root()):
+        return None
+    return ("this machine gives graded code no kernel-enforced file system rule: its kernel has no Landlock "
+            "(Linux 5.13 or later, with landlock among its security modules, and not refused by a seccomp "
+            "filter)" + ("" if workspace.is_root() else ", and as an ordinary user only Landlock can do it")
+            + (", or the landlockpy package is not installed" if _landlock_bindings_missing() else ""))
+
+
+def _landlock_bindings_missing():
+    try:
+        import landlockpy  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+def require_isolation():
+    """Stop, before anything is graded, where the course requires kernel isolation and it is not here."""
+    why = kernel_isolation()
+    if why:
+        raise IsolationRequired(f"the course requires isolation enforced by the kernel (--require-isolation, "
+                                f"require_isolation = true), and {why}")
 
 
 SIGNALS = {

@@ -1,14 +1,14 @@
 """Where a submission is graded, and as whom: the grading process's side of the isolation.
 
-Each grading run gets a fresh folder holding a copy of the submission's ``attention_lab/`` and
-nothing else of it (a ``conftest.py``, ``torch.py`` or ``sitecustomize.py`` shipped beside it
-never reaches the child), a home folder, and one folder per child for its results.
+Each grading run gets a fresh folder holding the submission's ``attention_lab/`` as intake read
+it (its ``.py`` files, never through a link; a ``conftest.py``, ``torch.py`` or ``sitecustomize.py``
+shipped beside it never reaches the child), a home folder, and one folder per child for its results.
 
 Run as root, the child drops to a user id from ``CHILD_UID`` on that owns no files and runs
 nothing else (``forkserver`` hands them out), so every process left with that id after a child
-ends is a straggler to kill. The kit's own files are hidden from it in its own mount namespace
-(``confine.hide``); where the machine allows none (a container without CAP_SYS_ADMIN), they are
-made readable by root only on disk instead, and the grader says so. Run as anyone
+ends is a straggler to kill. The kit's own files are not in the child's world (``world``); where
+the machine gives children no root of their own (a container without CAP_SYS_ADMIN), they are
+made readable by root only on disk as well, and the grader says so. Run as anyone
 else, the child stays that user, and the stragglers are found by a mark in their environment,
 which every descendant inherits (the child may not exec a program with a fresh one); this
 process becomes the "subreaper" of orphans, so none of them is lost to init before it is killed.
@@ -24,9 +24,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import SubmissionError
-from ..limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
 from ..paths import KIT_PACKAGE, KIT_ROOT
+from . import protocol
 
 CHILD_UID = 65500  # no login, no files; 65000-65533 is never handed out to users
 RESULT_MAX_BYTES = 8 * 2**20  # no probe result comes near this
@@ -45,16 +44,16 @@ def secrets():
 
 
 @lru_cache(maxsize=1)
-def secrets_hidden_per_child() -> bool:
-    """Can each child hide the secrets in a mount namespace of its own (as root, on Linux)?"""
-    from .confine import can_hide
+def children_own_root() -> bool:
+    """Can each child have a root of its own, which holds nothing of the kit (``world.own_root``)?"""
+    from .confine import can_own_root
 
-    return can_hide()
+    return can_own_root()
 
 
 def lock_secrets():
-    """As root, where no child can hide the secrets, make them unreadable to ``CHILD_UID`` on disk
-    if they are not already (0700): the fallback, said once per folder."""
+    """As root, where no child can have a root of its own, make the secrets unreadable to
+    ``CHILD_UID`` on disk if they are not already (0700): the fallback, said once per folder."""
     for path in secrets():
         if _others_can_reach(path):
             os.chmod(path, 0o700)
@@ -74,8 +73,8 @@ class Workspace:
     def __init__(self, submission, uid=None, gid=None):
         """``uid``, ``gid``: the unprivileged user the child becomes (None: it stays who we are)."""
         self.uid, self.gid = uid, gid
-        self.hides = self.uid is not None and secrets_hidden_per_child()
-        if self.uid is not None and not self.hides:
+        self.own_root = "namespaces" in protocol.KERNEL_LAYERS and children_own_root()
+        if self.uid is not None and not self.own_root:
             lock_secrets()
         self.root = Path(tempfile.mkdtemp(prefix="attention-lab-")).resolve()
         self.control = self.root / "control"  # job files and stderr: the child cannot touch them
@@ -83,10 +82,9 @@ class Workspace:
         self.submission = self.root / "submission"
         try:
             package = self.submission / "attention_lab"
-            if submission.package is not None:
-                _copy_package(submission.package, package)
-            _write_modules(submission.replaced, package)
-            _readable_by_all(package)
+            _write_package(submission.files, submission.replaced, package)
+            # Module files intake left out (a link, a FIFO), and no notebook replaced: every check of them says why.
+            self.left_out = {m: why for m, why in submission.left_out.items() if m not in submission.replaced}
         except BaseException:
             self.remove()
             raise
@@ -114,43 +112,19 @@ class Workspace:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _copy_package(src: Path, dst: Path):
-    """Copy the student's package: regular files and folders only, never following a link
-    (a link to the golden data would otherwise be copied by root into the sandbox)."""
-    total = files = 0
-    for folder, dirs, names in os.walk(src):
-        rel = Path(folder).relative_to(src)
-        dirs[:] = [d for d in dirs if d != "__pycache__" and not (Path(folder) / d).is_symlink()]
-        (dst / rel).mkdir(parents=True, exist_ok=True)
-        for name in names:
-            path = Path(folder) / name
-            info = path.lstat()
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            total, files = total + info.st_size, files + 1
-            if total > MAX_SUBMISSION_BYTES or files > MAX_SUBMISSION_FILES:
-                too_big = (f"more than {MAX_SUBMISSION_FILES} files or {MAX_SUBMISSION_BYTES // 2**20} MiB; "
-                           "remove data files that are not code")
-                raise SubmissionError(f"{src} holds {too_big}", f"the attention_lab/ folder holds {too_big}")
-            shutil.copyfile(path, dst / rel / name, follow_symlinks=False)
-
-
-def _write_modules(replaced: dict, package: Path):
-    """Write code taken from notebooks over the copied modules (names are the lab's own)."""
-    package.mkdir(parents=True, exist_ok=True)
-    init = package / "__init__.py"
-    if not init.exists():
-        init.write_text("")
-    for module, code in replaced.items():
-        (package / f"{module}.py").write_text(code, encoding="utf-8")
-
-
-def _readable_by_all(package: Path):
-    """The child, another user as root, reads the package and writes nothing into it."""
-    for folder, _, names in os.walk(package):
-        os.chmod(folder, 0o755)
-        for name in names:
-            os.chmod(Path(folder) / name, 0o644)
+def _write_package(files: dict, replaced: dict, package: Path):
+    """Write the package as intake read it (``files``: relative path -> bytes, read from regular
+    files only, never through a link), then the code taken from notebooks over its modules. Nothing
+    of the student's is opened here: the bytes were read once, so what is graded is what was checked.
+    The child, another user as root, may read the package and write nothing into it."""
+    package.mkdir(parents=True)
+    for rel, data in {"__init__.py": b"", **files, **{f"{m}.py": c.encode() for m, c in replaced.items()}}.items():
+        target = package / rel
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        target.write_bytes(data)
+        target.chmod(0o644)
+    for folder in (package.parent, package):
+        folder.chmod(0o755)
 
 
 def read_small(path, limit=RESULT_MAX_BYTES):

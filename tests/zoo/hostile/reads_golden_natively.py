@@ -3,7 +3,7 @@ Python's audit hooks do not reach."""
 MODULE = "simple"
 LOSES = ["s1.softmax_naive"]
 MENTIONS = "golden/golden.pt:"
-NEEDS_ROOT = "torch reads files in C++, out of sight of Python's audit hooks; only file permissions stop it"
+NEEDS_KERNEL = "torch reads files in C++, out of sight of Python's audit hooks: only the kernel stops it"
 
 import os
 import re

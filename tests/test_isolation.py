@@ -1,0 +1,332 @@
+"""The child's world (``sandbox.world``): what graded code can read and write, layer by layer.
+
+The hostile zoo (``test_zoo_hostile.py``) attacks through a submission and the whole grader; these
+tests look at the kernel's layers on their own, with the audit hook left out, as code that got past
+it (native code, ctypes) would meet them; grade the bundled material with layers taken away, as a
+machine without them would; and grade as a real ordinary user, not only as root told not to drop.
+
+CI sets ``ATTENTION_LAB_ISOLATION_TESTS=required``: a test that needs Landlock or namespaces then
+fails, instead of skipping, on a machine without them.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from autograder.grading.config import CourseConfig
+from autograder.grading.grade import grade
+from autograder.sandbox import confine, protocol, runner, workspace, world
+from autograder.sandbox.world import World
+from tools.zoo import HOSTILE, WRONG, assemble, plant, read_entry
+
+REQUIRED = os.environ.get("ATTENTION_LAB_ISOLATION_TESTS") == "required"
+
+
+def needs(ok, why):
+    if not ok:
+        (pytest.fail if REQUIRED else pytest.skip)(why)
+
+
+def in_child(fn, *args) -> dict:
+    """Run ``fn(*args)`` in a forked process; return the JSON-able dict it returns."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            result = {"ok": fn(*args)}
+        except BaseException as exc:  # noqa: BLE001 - everything goes back to the test
+            result = {"raised": f"{type(exc).__name__}: {exc}"}
+        os.write(write, json.dumps(result).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+@pytest.fixture
+def grounds(tmp_path):
+    """A workspace laid out as the runner's (submission, home, out), with secrets planted around it:
+    a classmate's file beside it, a file in /tmp, the kit's checkout; and the places a write must not reach."""
+    ws = tmp_path / "ws"
+    for name in ("submission/attention_lab", "home", "out", "control"):
+        (ws / name).mkdir(parents=True)
+    (ws / "submission/attention_lab/simple.py").write_text("x = 1\n")
+    (ws / "control/job.json").write_text("the job: LEAKED")
+    classmate = tmp_path / "classmate.py"
+    classmate.write_text("LEAKED: a classmate's work")
+    return {"ws": ws, "classmate": classmate}
+
+
+def enclose(ws, layers):
+    """What the child does before student code runs, without the audit hook: namespaces, a root of
+    its own, Landlock, each if named in ``layers``."""
+    allowed = World.of_child(workspace.site_paths(), ws / "submission",
+                             ws / "home", ws / "out", [str(p) for p in workspace.secrets()])
+    done = {}
+    if "root" in layers:
+        assert confine.namespaces()["mounts"]
+        world.own_root(allowed, ws / "control" / "stash")
+        done["root"] = True
+    if "landlock" in layers:
+        done["landlock"] = world.landlock(allowed)
+    return done
+
+
+def attempts(ws, classmate):
+    """What code that got past the audit hook tries, through libc (ctypes) and os: {what: outcome}."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    outcome = {}
+
+    def native_open(path, flags):
+        fd = libc.open(os.fsencode(str(path)), flags, 0o644)
+        if fd < 0:
+            return f"refused ({os.strerror(ctypes.get_errno())})"
+        os.close(fd)
+        return "opened"
+
+    for what, path in {"classmate": classmate, "job file": ws / "control/job.json",
+                       "golden data": workspace.KIT_PACKAGE / "grading/golden/golden.pt",
+                       "reference": workspace.KIT_ROOT / "solutions/attention_lab/causal.py",
+                       "checkout": workspace.KIT_ROOT / "README.md", "home": Path("/root/.bashrc"),
+                       "passwd shadow": Path("/etc/shadow")}.items():
+        if path.exists():
+            outcome[f"read {what} (libc)"] = native_open(path, os.O_RDONLY)
+    site = Path(sysconfig.get_paths()["purelib"])
+    for what, path in {"site-packages": site / "zz-isolation-test.pth", "tmp": Path("/tmp/zz-isolation-test"),
+                       "beside": classmate.parent / "zz-isolation-test"}.items():
+        outcome[f"write {what} (libc)"] = native_open(path, os.O_WRONLY | os.O_CREAT)
+        try:
+            with open(path, "w") as f:
+                f.write("LEAKED")
+            outcome[f"write {what} (os)"] = "opened"
+        except OSError as exc:
+            outcome[f"write {what} (os)"] = f"refused ({exc.strerror})"
+    outcome["own submission"] = native_open(ws / "submission/attention_lab/simple.py", os.O_RDONLY)
+    outcome["own home"] = native_open(ws / "home/scratch", os.O_WRONLY | os.O_CREAT)
+    outcome["torch"] = native_open(Path(__import__("torch").__file__), os.O_RDONLY)
+    return outcome
+
+
+def assert_confined(outcome, ws, classmate):
+    reached = {k: v for k, v in outcome.items() if k.startswith(("read", "write")) and v == "opened"}
+    assert not reached, f"reached outside its world: {reached}"
+    assert outcome["own submission"] == outcome["own home"] == outcome["torch"] == "opened", outcome
+    for path in (Path(sysconfig.get_paths()["purelib"]) / "zz-isolation-test.pth", Path("/tmp/zz-isolation-test"),
+                 classmate.parent / "zz-isolation-test"):
+        assert not path.exists(), f"{path} was written"
+
+
+def test_landlock_alone_closes_native_reads_and_writes(grounds):
+    """Landlock, with no namespace and no audit hook: libc's open() reaches nothing outside the world."""
+    needs(world.landlock_abi() > 0, "this kernel has no Landlock")
+    outcome = in_child(lambda: (enclose(grounds["ws"], {"landlock"}), attempts(grounds["ws"], grounds["classmate"]))[1])
+    assert "ok" in outcome, outcome
+    assert_confined(outcome["ok"], grounds["ws"], grounds["classmate"])
+
+
+def test_own_root_alone_shows_nothing_but_the_world(grounds):
+    """A root of its own, no Landlock: the kit, the classmate and /tmp are not there at all; the
+    runtime is read-only, and what the child writes is not a place code can be loaded from."""
+    needs(workspace.is_root() and workspace.children_own_root(), "needs root and mount namespaces")
+
+    def look():
+        enclose(grounds["ws"], {"root"})
+        outcome = attempts(grounds["ws"], grounds["classmate"])
+        outcome["listing of /"] = sorted(os.listdir("/"))
+        outcome["kit there"] = [p.name for p in (workspace.KIT_PACKAGE, workspace.KIT_ROOT / "solutions",
+                                                 workspace.KIT_ROOT / "README.md") if p.exists()]
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        fd = os.open(grounds["ws"] / "home/scratch", os.O_RDWR)
+        os.write(fd, b"\0" * 4096)
+        mapped = libc.mmap(None, 4096, 4, 2, fd, 0)  # PROT_EXEC, MAP_PRIVATE: how a library is loaded
+        outcome["exec map of a written file"] = "refused" if mapped in (None, ctypes.c_void_p(-1).value) else "mapped"
+        return outcome
+
+    outcome = in_child(look)
+    assert "ok" in outcome, outcome
+    seen = outcome["ok"]
+    assert_confined({k: v for k, v in seen.items() if not k.startswith("write site")}, grounds["ws"], grounds["classmate"])
+    assert seen["write site-packages (os)"].startswith("refused") and not seen["kit there"]
+    assert "home" not in seen["listing of /"] and "srv" not in seen["listing of /"], seen["listing of /"]
+    assert seen["exec map of a written file"] == "refused"
+
+
+def test_both_layers_together(grounds):
+    needs(world.landlock_abi() > 0 and workspace.is_root() and workspace.children_own_root(),
+          "needs Landlock, root and mount namespaces")
+    outcome = in_child(lambda: (enclose(grounds["ws"], {"root", "landlock"}), attempts(grounds["ws"], grounds["classmate"]))[1])
+    assert "ok" in outcome, outcome
+    assert_confined(outcome["ok"], grounds["ws"], grounds["classmate"])
+
+
+def test_the_world_leaves_out_the_kit_even_inside_the_runtime(tmp_path):
+    """A kit installed into site-packages (pip install, not -e): the world keeps the rest of
+    site-packages and leaves the kit's folder out."""
+    site = tmp_path / "site-packages"
+    for name in ("torch", "numpy", "autograder/grading/golden", "attention_lab-0.1.dist-info"):
+        (site / name).mkdir(parents=True)
+    kept = world.around([str(site)], [str(site / "autograder")])
+    assert sorted(Path(p).name for p in kept) == ["attention_lab-0.1.dist-info", "numpy", "torch"]
+    assert world.around([str(site)], [str(tmp_path)]) == []
+
+
+def test_the_reference_and_the_stubs_with_and_without_the_kernels_layers(root, monkeypatch, capsys):
+    """Full marks and 0 under every combination of layers (as an ordinary user would grade, where
+    no layer needs root): each check states the isolation it ran under, and grading without any
+    kernel layer says so once on stderr."""
+    monkeypatch.setattr(workspace, "is_root", lambda: False)
+    full = CourseConfig().max_points()
+    for layers, files in ((("namespaces", "landlock"), "kernel"), (("landlock",), "kernel"), ((), "python")):
+        if "landlock" in layers:
+            needs(world.landlock_abi() > 0, "this kernel has no Landlock")
+        monkeypatch.setattr(protocol, "KERNEL_LAYERS", layers)
+        reference, stubs = grade(root / "solutions"), grade(root / "assignments")
+        assert sum(r.points for r in reference.results) == full, layers
+        assert sum(r.points for r in stubs.results) == 0, layers
+        for graded in (reference, stubs):
+            assert graded.isolation["files"] == files, (layers, graded.isolation)
+            assert {t["extra_data"]["isolation"] for t in graded.gradescope()["tests"]} == {files}
+    assert "not confined by the kernel here" in capsys.readouterr().err
+
+
+def test_require_isolation_stops_before_grading(root, monkeypatch, tmp_path):
+    """--require-isolation (or the course's require_isolation = true) stops with exit 1 and a
+    sentence, and writes nothing, where the kernel cannot confine graded code."""
+    from autograder.cli import main
+
+    monkeypatch.setattr(workspace, "is_root", lambda: False)
+    monkeypatch.setattr(protocol, "KERNEL_LAYERS", ())
+    out = tmp_path / "results.json"
+    assert main(["grade", str(root / "solutions"), "--require-isolation", "--json", str(out)]) == 1
+    assert not out.exists()
+    config = tmp_path / "attention-lab.toml"
+    config.write_text("require_isolation = true\n")
+    assert main(["grade", str(root / "solutions"), "--config", str(config), "--stage", "1"]) == 1
+    with pytest.raises(runner.IsolationRequired, match="requires isolation enforced by the kernel"):
+        grade(root / "solutions", stages={1}, config=CourseConfig(require_isolation=True))
+
+
+def test_require_isolation_grades_where_the_kernel_confines(root, monkeypatch):
+    needs(runner.kernel_isolation() is None, "this machine gives graded code no kernel isolation")
+    graded = grade(root / "solutions", stages={1}, config=CourseConfig(require_isolation=True))
+    assert all(r.passed for r in graded.results) and graded.isolation["files"] == "kernel"
+
+
+ORDINARY_UID = 65534  # nobody
+
+
+def test_graded_as_an_ordinary_user(root, tmp_path):
+    """The grader itself run by an ordinary user (not root told not to drop): the hostile entries
+    that only the kernel stops are contained, and the reference gets full marks.
+
+    Python here may live under /root, which an ordinary user cannot enter: the test gives the
+    grading process a mount namespace where it can (as a container would), then drops to nobody."""
+    needs(workspace.is_root(), "needs root, to become an ordinary user")
+    needs(world.landlock_abi() > 0, "this kernel has no Landlock")
+    needs(shutil.which("unshare") and shutil.which("setpriv"), "needs util-linux's unshare and setpriv")
+    base = Path(os.path.realpath(sys.base_prefix))
+    closed = next((p for p in [*reversed(base.parents), base] if not os.stat(p).st_mode & 0o001), None)
+    shared = Path("/tmp") / f"attention-lab-ordinary-{os.getpid()}"
+    shared.mkdir(mode=0o755)
+    try:
+        cases = []
+        for stem in ("reads_course_and_classmates", "native_writes_outside", "reads_golden_natively",
+                     "module_links_to_root_only_file"):
+            path = next(p for p in HOSTILE if p.stem == stem)
+            entry = read_entry(path)
+            folder = assemble(path, entry, shared / stem / "sub")
+            plant({**entry, "PLANT": {k: v for k, v in entry["PLANT"].items() if not k.startswith("@HOME@")}}, folder)
+            cases.append((stem, str(folder)))
+        script = shared / "grade.py"
+        script.write_text(ORDINARY_SCRIPT)
+        for spot in shared.rglob("*"):  # what the ordinary user may read, as on a shared course machine
+            if not spot.is_symlink():
+                spot.chmod(0o755 if spot.is_dir() else (0o600 if "root-only" in spot.name else 0o644))
+        for stem, _ in cases:  # the submission's parent is the grading user's: only the kernel keeps writes out
+            os.chown(shared / stem, ORDINARY_UID, ORDINARY_UID)
+        (shared / "tmp").mkdir(mode=0o1777)
+        (shared / "tmp").chmod(0o1777)
+        run = (f"setpriv --reuid {ORDINARY_UID} --regid {ORDINARY_UID} --clear-groups "
+               f"--inh-caps=-all {sys.executable} {script} {json.dumps(json.dumps(cases))} {root}")
+        if closed is not None:  # lay the way to Python open, in this command's own mount namespace
+            inner = base.relative_to(closed)
+            run = (f"mkdir -p {shared}/stash && mount --bind {closed / inner.parts[0]} {shared}/stash && "
+                   f"mount -t tmpfs -o mode=0755 tmpfs {closed} && mkdir {closed / inner.parts[0]} && "
+                   f"mount --move {shared}/stash {closed / inner.parts[0]} && exec {run}")
+        done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", run], cwd=shared,
+                              capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "HOME": str(shared / "tmp"), "TMPDIR": str(shared / "tmp")})
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert report["uid"] == ORDINARY_UID
+        assert report["reference"] == report["full"], report
+        for stem, seen in report["cases"].items():
+            assert not seen["leaked"], (stem, seen)
+            assert seen["lost"], (stem, seen)
+            assert seen["isolation"] == "kernel", (stem, seen)
+        written = [p for p in (Path(sysconfig.get_paths()["purelib"]) / "zz-attention-lab-zoo.pth",
+                               Path("/tmp/attention-lab-zoo-from-file"),
+                               shared / "native_writes_outside" / "planted-by-student") if p.exists()]
+        for spot in written:
+            spot.unlink()
+        assert not written, f"written as an ordinary user: {written}"
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+ORDINARY_SCRIPT = '''
+import json, os, sys
+sys.path.insert(0, sys.argv[2])
+from autograder.grading.config import CourseConfig
+from autograder.grading.grade import grade
+
+cases = json.loads(sys.argv[1])
+report = {"uid": os.getuid(), "cases": {}}
+for stem, folder in cases:
+    graded = grade(folder, stages={1})
+    report["cases"][stem] = {
+        "leaked": [r.id for r in graded.results if "LEAKED" in r.feedback] + [n for n in graded.notes if "LEAKED" in n],
+        "lost": [r.id for r in graded.results if not r.passed],
+        "isolation": graded.isolation["files"],
+    }
+report["reference"] = sum(r.points for r in grade(os.path.join(sys.argv[2], "solutions")).results)
+report["full"] = CourseConfig().max_points()
+print(json.dumps(report))
+'''
+
+
+def test_a_native_write_changes_no_later_grading(root, tmp_path):
+    """The .pth attack, end to end: a wrong stage 1 graded in a fresh interpreter scores the same
+    before and after a submission tried to plant a .pth in site-packages (which every later Python
+    start would run) from C++; and no later start prints what it planted."""
+    needs(runner.kernel_isolation() is None, "this machine gives graded code no kernel isolation")
+    wrong = next(p for p in WRONG if p.stem == "normalize_by_max")
+    attack = next(p for p in HOSTILE if p.stem == "native_writes_outside")
+
+    def graded(path, name):
+        folder = assemble(path, read_entry(path), tmp_path / name / "sub")
+        out = tmp_path / f"{name}.json"
+        done = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(folder), "--stage", "1",
+                               "--json", str(out)], cwd=root, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(out.read_text())["score"], done.stderr
+
+    before, _ = graded(wrong, "before")
+    graded(attack, "attack")
+    after, said = graded(wrong, "after")
+    assert after == before < CourseConfig().max_points(1)
+    assert "LEAKED" not in said
+    assert not (Path(sysconfig.get_paths()["purelib"]) / "zz-attention-lab-zoo.pth").exists()
