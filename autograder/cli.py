@@ -134,7 +134,7 @@ def _stages(args):
 
 
 def _grade(args):
-    from .delivery.report import render_table, write_json
+    from .delivery.report import printable, render_table, write_json
     from .errors import GradingError, SubmissionError
     from .grading.grade import grade
 
@@ -147,17 +147,17 @@ def _grade(args):
         graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course,
                        pictures="all" if args.html else None)
     except SubmissionError as exc:
-        print(f"attention-lab: {exc}", file=sys.stderr)
+        print(f"attention-lab: {printable(exc)}", file=sys.stderr)
         return 2
     except GradingError as exc:
-        print(f"attention-lab: grading failed, not the submission's fault: {exc}", file=sys.stderr)
+        print(f"attention-lab: grading failed, not the submission's fault: {printable(exc)}", file=sys.stderr)
         return 1
     results, seconds = graded.results, graded.seconds
     if any(o.endswith(".ipynb") for o in graded.origins.values()):
-        print("code: " + "; ".join(f"{m}.py from {o}" for m, o in graded.origins.items()), file=sys.stderr)
+        print("code: " + "; ".join(f"{m}.py from {printable(o)}" for m, o in graded.origins.items()), file=sys.stderr)
     print(render_table(results, seconds, verbose=args.verbose, color=sys.stdout.isatty()))
     for note in graded.notes:
-        print(f"note: {note}")
+        print(f"note: {printable(note)}")
     print("isolation: " + "; ".join(f"{k}: {v}" for k, v in graded.isolation.items() if k != "files"), file=sys.stderr)
     if args.json:
         write_json(graded.gradescope(leaderboard=args.course.leaderboard), args.json)
@@ -310,8 +310,9 @@ def _export_classroom(args):
 
 def _export_moss(args):
     from .delivery.plagiarism import export
+    from .delivery.report import printable
 
-    export(args.submissions, args.out, args.course.stages, log=lambda text: print(text, file=sys.stderr))
+    export(args.submissions, args.out, args.course.stages, log=lambda text: print(printable(text), file=sys.stderr))
     return 0
 
 

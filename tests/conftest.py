@@ -74,3 +74,31 @@ def pytest_collection_modifyitems(items):
         return next((i for i, unit in enumerate(LONGEST_FIRST) if unit in item.nodeid), len(LONGEST_FIRST))
 
     items.sort(key=rank)  # stable: within a unit, and for the rest, the order stays as collected
+
+
+BROWSER_REQUIRED = os.environ.get("ATTENTION_LAB_BROWSER_TESTS") == "required"
+
+
+def browser_unavailable(why):
+    """Skip a browser test, or fail it where CI requires the browser (ATTENTION_LAB_BROWSER_TESTS=required)."""
+    if BROWSER_REQUIRED:
+        pytest.fail(f"the browser test is required here, but {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (Debian's), driven by Playwright: never Playwright's own browser download."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        browser_unavailable("playwright is not installed (pip install -e '.[test]')")
+    from tools.report_screenshots import chromium
+
+    path = chromium()
+    if path is None:
+        browser_unavailable("no chromium on this machine (apt-get install chromium)")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        yield launched
+        launched.close()

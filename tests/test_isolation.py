@@ -83,17 +83,19 @@ def enclose(ws, layers):
     return done
 
 
+def native_open(path, flags):
+    """open() through libc, as native code would: no audit hook sees it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.open(os.fsencode(str(path)), flags, 0o644)
+    if fd < 0:
+        return f"refused ({os.strerror(ctypes.get_errno())})"
+    os.close(fd)
+    return "opened"
+
+
 def attempts(ws, classmate):
     """What code that got past the audit hook tries, through libc (ctypes) and os: {what: outcome}."""
-    libc = ctypes.CDLL(None, use_errno=True)
     outcome = {}
-
-    def native_open(path, flags):
-        fd = libc.open(os.fsencode(str(path)), flags, 0o644)
-        if fd < 0:
-            return f"refused ({os.strerror(ctypes.get_errno())})"
-        os.close(fd)
-        return "opened"
 
     for what, path in {"classmate": classmate, "job file": ws / "control/job.json",
                        "golden data": workspace.KIT_PACKAGE / "grading/golden/golden.pt",
@@ -144,6 +146,9 @@ def test_own_root_alone_shows_nothing_but_the_world(grounds):
         enclose(grounds["ws"], {"root"})
         outcome = attempts(grounds["ws"], grounds["classmate"])
         outcome["listing of /"] = sorted(os.listdir("/"))
+        cgroup = next((p for p in Path("/sys/fs/cgroup").rglob("*") if p.is_file() and os.access(p, os.W_OK)), None)
+        if cgroup is not None:  # a mount below a read-only bind (/sys/fs/cgroup) is read-only as well
+            outcome["write a cgroup file (libc)"] = native_open(cgroup, os.O_WRONLY)
         outcome["kit there"] = [p.name for p in (workspace.KIT_PACKAGE, workspace.KIT_ROOT / "solutions",
                                                  workspace.KIT_ROOT / "README.md") if p.exists()]
         libc = ctypes.CDLL(None, use_errno=True)

@@ -131,10 +131,21 @@ def imported(course):
     course = course[0].with_name("imported")
     dave = hand_in(course / "release" / ASSIGNMENT, course / "submitted" / "dave" / ASSIGNMENT, {})
     (dave / "attention_lab" / "simple.py").write_text(reference_code()["simple"])
+    notebook = dave / "stage1_simple.ipynb"  # markdown that would run in the feedback page (and formgrader)
+    data = json.loads(notebook.read_text())
+    data["cells"].insert(1, {"cell_type": "markdown", "id": "dave-md", "metadata": {}, "source": HOSTILE_MARKDOWN})
+    data["cells"].insert(2, {"cell_type": "raw", "id": "dave-raw", "metadata": {"format": "text/html"},
+                             "source": "<script>window.__pwned = 'raw';</script>"})
+    notebook.write_text(json.dumps(data, indent=1))
     done = run(course, sys.executable, "-m", "autograder.cli", "nbgrader", "import", ".", "--jobs", "2")
     run(course, BIN / "nbgrader", "generate_feedback", ASSIGNMENT)
     run(course, BIN / "nbgrader", "export")
     return course, done
+
+
+HOSTILE_MARKDOWN = ("My notes <script>window.__pwned = 'script';</script>\n\n"
+                    "<img src=x onerror=\"window.__pwned = 'onerror'\">\n\n"
+                    "[a link](javascript:window.__pwned='link')\n\n**still shown**\n")
 
 
 def gradebook(course, students=STUDENTS):
@@ -366,3 +377,26 @@ def test_release_guard_refuses_solution_code_in_source_modules(tmp_path):
     run(ROOT, sys.executable, "-m", "autograder.cli", "nbgrader", "init", str(course))
     assert module.read_text() == (ROOT / "assignments" / "attention_lab" / "causal.py").read_text()
     run(course, BIN / "nbgrader", "generate_assignment", ASSIGNMENT)
+
+
+def test_a_students_markdown_is_inert_in_the_feedback_page(imported, browser):
+    """dave's notebook carries <script>, <img onerror> and a javascript: link in markdown, and a
+    raw HTML cell: his feedback page, opened in headless Chromium, runs none of them and still shows
+    his text. CI requires the browser (ATTENTION_LAB_BROWSER_TESTS=required)."""
+    course, _ = imported
+    page_path = course / "feedback" / "dave" / ASSIGNMENT / "stage1_simple.html"
+    source = page_path.read_text()
+    assert "still shown" in source and "My notes" in source
+    assert "onerror" not in source and "javascript:window" not in source and "__pwned" not in source
+    page = browser.new_page()
+    try:
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(page_path.as_uri(), wait_until="load")
+        page.wait_for_timeout(500)
+        for link in page.query_selector_all("a"):
+            assert not (link.get_attribute("href") or "").startswith("javascript:")
+        assert page.evaluate("window.__pwned === undefined"), page.evaluate("window.__pwned")
+        assert not dialogs
+    finally:
+        page.close()

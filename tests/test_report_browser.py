@@ -2,36 +2,12 @@
 loads, nothing goes wrong in the console, and a leaking layer's report shows its leak map with
 the leaking cells. CI sets ATTENTION_LAB_BROWSER_TESTS=required, so there the test fails rather
 than skips when the browser is missing; a screenshot of each report is kept in test-artifacts/."""
-import os
-
 import pytest
 
 from autograder.paths import KIT_ROOT
-from tools.report_screenshots import chromium, load, reports
+from tools.report_screenshots import load, reports
 
-REQUIRED = os.environ.get("ATTENTION_LAB_BROWSER_TESTS") == "required"
 ARTIFACTS = KIT_ROOT / "test-artifacts"
-
-
-def unavailable(why):
-    if REQUIRED:
-        pytest.fail(f"the browser test is required here, but {why}")
-    pytest.skip(why)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("playwright is not installed (pip install -e '.[test]')")
-    path = chromium()
-    if path is None:
-        unavailable("no chromium on this machine (apt-get install chromium)")
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -157,6 +157,7 @@ def attacked_by(path, entry, submission, stages, tmp_path, server):
     assert any(entry["MENTIONS"] in r.feedback for r in attacked), (
         f"{path.stem}: no lost check's feedback mentions {entry['MENTIONS']!r}:\n{summary(attacked)}")
     assert not [n for n in graded.notes if "LEAKED" in n], graded.notes
+    assert "LEAKED" not in json.dumps(graded.isolation) and "ABI 99" not in json.dumps(graded.isolation)
 
     out = tmp_path / "results.json"
     write_json(graded.gradescope(), out)

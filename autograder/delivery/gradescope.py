@@ -49,8 +49,9 @@ fi
 python3 -m venv /autograder/venv
 # CPU torch at the kit's pinned version: the default index's torch pulls gigabytes of CUDA wheels.
 /autograder/venv/bin/pip install --quiet --index-url {index} "{torch}"
-# numpy (torch warns without it) and Landlock's bindings, which confine graded code (docs/security.md).
-/autograder/venv/bin/pip install --quiet numpy "{landlock}"
+# numpy (torch warns without it), Landlock's bindings, which confine graded code (docs/security.md), and
+# nbformat, whose schema a submitted notebook is checked against.
+/autograder/venv/bin/pip install --quiet numpy "{landlock}" "{nbformat}"
 """
 
 RUN = """#!/usr/bin/env bash
@@ -76,7 +77,8 @@ def export(out_zip, config):
 
     constraints = KIT_ROOT / "constraints.txt"
     files = {  # name in the zip: (content, mode)
-        "setup.sh": (SETUP.format(index=CPU_WHEELS, torch=torch_pin(KIT_ROOT), landlock=pin("landlockpy", KIT_ROOT)),
+        "setup.sh": (SETUP.format(index=CPU_WHEELS, torch=torch_pin(KIT_ROOT), landlock=pin("landlockpy", KIT_ROOT),
+                                   nbformat=pin("nbformat", KIT_ROOT)),
                      0o755),
         "run_autograder": (RUN, 0o755),
         "kit/constraints.txt": (constraints.read_bytes(), 0o644),

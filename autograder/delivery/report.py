@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def render_table(results, seconds, verbose=False, color=False):
             lines.append(f"    {mark} {r.id:<24} {r.points}/{r.max_points}  {r.title}")
             said = r.feedback.splitlines()
             if not r.passed or len(said) > 1:  # a passed check's next line: what it measured
-                lines.append(f"         {said[0 if not r.passed else 1][:300]}")
+                lines.append(f"         {printable(said[0 if not r.passed else 1][:300])}")
     total = sum(r.points for r in results)
     maximum = sum(r.max_points for r in results)
     lines.append("")
@@ -60,6 +61,28 @@ def render_table(results, seconds, verbose=False, color=False):
         lines.append(f"The grader failed on {len(regrade)} check(s), not the submission: {', '.join(regrade)}; "
                      "they count 0 until graded again by a fixed kit")
     return "\n".join(lines)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text) -> str:
+    """``text`` (a student's file or folder name, a line of feedback) safe for one terminal line:
+    control characters (escape sequences, newlines, carriage returns) and bytes that are not UTF-8
+    (a folder named in Latin-1) written as ``\\x..`` escapes, so that a name can neither clear the
+    screen, retitle the window nor forge a line of its own."""
+    text = str(text).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def csv_cell(value):
+    """A cell of a CSV an instructor opens in a spreadsheet: a student's text made ``printable``,
+    and a leading ``= + - @`` (or tab, carriage return) made inert with a quote, as OWASP advises
+    against formula injection. Numbers stay numbers."""
+    if not isinstance(value, str):
+        return value
+    text = printable(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 TEMPORARY = ".tmp-"  # what a killed writer may leave behind: safe to delete

@@ -124,12 +124,18 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
     return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, sub.notes, drawn)
 
 
+PICTURES_MAX_BYTES = 4 * 2**20  # of SVG per grading: what pictures may add to a record, results.json or report.html
+
+
 def draw_all(checks, observations) -> dict:
     """probe -> the pictures of its observation on cpu, else on its first device (the checks that share
     a probe share its pictures). A picture that cannot be drawn is left out: pictures explain a verdict and never
-    decide one."""
-    drawn = {}
+    decide one. Past ``PICTURES_MAX_BYTES`` of SVG in all, no more are drawn: a record, results.json and a
+    report stay bounded whatever the submission returned (each picture is bounded by ``pictures.MAX_SIDE``)."""
+    drawn, spent = {}, 0
     for c in checks:
+        if spent > PICTURES_MAX_BYTES:
+            break
         # values need the cpu; a device check runs only where tensors move (meta, cuda): its first one
         obs = next((observations[t] for d in ("cpu", *c.devices) if (t := Task("probe", c.probe, d)) in observations),
                    None)
@@ -137,6 +143,7 @@ def draw_all(checks, observations) -> dict:
             continue
         try:
             drawn[c.probe] = draw(c, obs)
+            spent += sum(len(p.svg) for p in drawn[c.probe])
         except Exception as exc:  # noqa: BLE001  (a bug in a drawing costs a picture, not a grade)
             print(f"attention-lab: no picture for {c.id}: {type(exc).__name__}: {exc}", file=sys.stderr)
     return {probe: found for probe, found in drawn.items() if found}

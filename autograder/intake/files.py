@@ -63,11 +63,11 @@ def read_regular(path, limit, dir_fd=None) -> bytes:
         os.close(fd)
 
 
-def read_package(folder: Path, suffix=".py"):
-    """``(files, left_out)``: the student's ``suffix`` files under ``folder`` as ``{relative path:
-    bytes}``, and ``{relative path: what it is}`` for each name left out (a link, a FIFO, ...; see
-    ``left_out_note``). Within the submission limits, or ``SubmissionError``. ``folder`` itself
-    must be a real folder."""
+def walk(folder: Path, left_out: dict, max_depth=MAX_DEPTH):
+    """Every name below ``folder`` that is not a folder, as ``(folder descriptor, relative path,
+    DirEntry)``, folders first in name order, without following a link and without recursion; names it
+    will not enter (a link, a folder past ``max_depth`` or one it cannot open) go into ``left_out``
+    as ``{relative path: what it is}``. ``folder`` itself must be a real folder (``SubmissionError``)."""
     try:
         top = os.open(folder, _OPEN_DIR)
     except OSError:
@@ -75,8 +75,7 @@ def read_package(folder: Path, suffix=".py"):
         raise SubmissionError(f"{folder} is {kind}; hand in the folder itself",
                               f"your {Path(folder).name}/ is {kind}, which is not graded: hand in the folder itself, "
                               "with its files") from None
-    files, left_out, total = {}, {}, 0
-    stack = [(top, "", 0)]  # (descriptor, path relative to folder, depth): a walk without recursion
+    stack = [(top, "", 0)]
     try:
         while stack:
             fd, rel, depth = stack.pop()
@@ -87,36 +86,48 @@ def read_package(folder: Path, suffix=".py"):
                         continue
                     if entry.is_symlink():
                         left_out[name] = "a symbolic link"
-                    elif entry.is_dir(follow_symlinks=False):
-                        if depth >= MAX_DEPTH:
-                            left_out[name] = f"deeper than {MAX_DEPTH} folders"
-                            continue
+                    elif not entry.is_dir(follow_symlinks=False):
+                        yield fd, name, entry
+                    elif depth >= max_depth:
+                        left_out[name] = f"deeper than {max_depth} folders"
+                    else:
                         try:
                             stack.append((os.open(entry.name, _OPEN_DIR, dir_fd=fd), f"{name}/", depth + 1))
                         except OSError:
                             left_out[name] = "a folder that cannot be read"
-                    elif entry.name.endswith(suffix):
-                        if len(files) >= MAX_SUBMISSION_FILES:
-                            raise _too_big(folder)
-                        try:
-                            files[name] = read_regular(entry.name, MAX_SUBMISSION_BYTES - total, dir_fd=fd)
-                        except NotRegular as exc:
-                            if str(exc).startswith("larger than"):
-                                raise _too_big(folder) from None
-                            left_out[name] = str(exc)
-                            continue
-                        total += len(files[name])
             finally:
                 os.close(fd)
     finally:
         for fd, _, _ in stack:
             os.close(fd)
+
+
+def read_package(folder: Path, suffix=".py"):
+    """``(files, left_out)``: the student's ``suffix`` files under ``folder`` as ``{relative path:
+    bytes}``, and ``{relative path: what it is}`` for each name left out (a link, a FIFO, ...; see
+    ``left_out_note``). Within the submission limits, or ``SubmissionError``. ``folder`` itself
+    must be a real folder."""
+    files, left_out, total = {}, {}, 0
+    for fd, name, entry in walk(folder, left_out):
+        if not name.endswith(suffix):
+            continue
+        if len(files) >= MAX_SUBMISSION_FILES:
+            raise _too_big(folder)
+        try:
+            files[name] = read_regular(entry.name, MAX_SUBMISSION_BYTES - total, dir_fd=fd)
+        except NotRegular as exc:
+            if str(exc).startswith("larger than"):
+                raise _too_big(folder) from None
+            left_out[name] = str(exc)
+            continue
+        total += len(files[name])
     return files, left_out
 
 
 def left_out_note(name, what) -> str:
     """What the student reads of a name ``read_package`` left out."""
-    return f"{name} is {what}, which is left out: hand in the real file or folder instead"
+    advice = "hand in the real file or folder instead" if what == "a symbolic link" else "it is not graded"
+    return f"{name} is {what}, which is left out: {advice}"
 
 
 def _too_big(folder):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 
 from ..curriculum import STAGES
@@ -42,16 +43,44 @@ def module_of(cell_source: str):
 
 
 def read(path: Path) -> dict:
-    """A notebook's JSON, refusing what is not one (or is absurdly large) with a clear message."""
+    """A notebook's JSON, refusing what is not one with a sentence that names the file and the rule
+    broken: not a regular file (a link, a FIFO, a device) or larger than the limit (``files``), not
+    UTF-8, not JSON or nested past what the parser allows, or not valid against nbformat's own schema
+    (cells whose source is not text, ...). Nothing is read past the limit, and nothing recurses in
+    the kit's own code."""
     try:
-        notebook = json.loads(read_regular(path, NOTEBOOK_MAX_BYTES).decode("utf-8"))
+        text = read_regular(path, NOTEBOOK_MAX_BYTES).decode("utf-8")
     except NotRegular as exc:
         raise NotebookError(f"{path.name} is {exc}, not a notebook that can be read") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise NotebookError(f"{path.name} is not a readable notebook: it is not UTF-8 text") from None
+    try:
+        notebook = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise NotebookError(f"{path.name} is not a readable notebook: {exc}") from None
+    except RecursionError:  # the parser's own nesting limit (about 1000 levels; a notebook has 6)
+        raise NotebookError(f"{path.name} is not a notebook: its JSON nests deeper than any notebook does") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise NotebookError(f"{path.name} is not a notebook (no list of cells)")
+    _validate(path, notebook)
     return notebook
+
+
+def _validate(path, notebook):
+    """nbformat's own validator, after its own repair of what Jupyter fixes silently (missing cell ids)."""
+    import nbformat
+    from nbformat.validator import normalize
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # MissingIDFieldWarning and the like: repaired, not the student's fault
+        try:
+            nbformat.validate(normalize(notebook)[1])
+        except nbformat.ValidationError as exc:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.absolute_path).lstrip(".")
+            raise NotebookError(f"{path.name} is not a valid notebook: {where + ': ' if where else ''}"
+                                f"{exc.message[:200]}") from None
+        except RecursionError:
+            raise NotebookError(f"{path.name} is not a notebook: it nests deeper than any notebook does") from None
 
 
 def source_text(cell: dict) -> str:
@@ -68,6 +97,11 @@ def modules_in(path: Path) -> dict[str, str]:
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
             saved = module_of(source_text(cell))
             if saved:
+                try:
+                    saved[1].encode("utf-8")
+                except UnicodeEncodeError:  # JSON may escape a lone surrogate, which no file can hold
+                    raise NotebookError(f"{path.name}: the cell that saves attention_lab/{saved[0]}.py holds "
+                                        "text that is not valid Unicode (a lone surrogate)") from None
                 found[saved[0]] = saved[1]
     return found
 

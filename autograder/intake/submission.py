@@ -35,6 +35,7 @@ from .files import is_folder, is_regular, left_out_note, read_package
 
 MODULE_FILES = [f"{m}.py" for m in STAGE_OF]
 IGNORED = ("__MACOSX", "__pycache__", ".ipynb_checkpoints")  # what archivers and Jupyter add
+ZIP_MAX_DEPTH = 16  # folders a zip member may lie in; a submission has two or three
 HAND_IN = ("Hand in your attention_lab/ folder, or the module files in it that you edited (simple.py, "
            "self_attention.py, causal.py, ...), or the course's notebooks (.ipynb).")
 
@@ -110,17 +111,20 @@ def open_submission(path) -> Submission:
         return _from_package(path)  # the package itself was named: its files, not any notebook beside it
     package = _package_in(path)
     found = sorted(path.glob("*.ipynb"))
+    refused = []  # notebooks that are not readable ones: said, never a reason to stop
     if found:
-        sub = _from_notebooks(found, package, required=False)
+        sub = _from_notebooks(found, package, required=False, refused=refused)
         if sub.replaced:
             return sub
-    if package is None and holds_modules(path):
-        return _from_package(path)  # the module files themselves
-    if package is None:
-        raise SubmissionError(f"{path} has no attention_lab/ folder and no notebook of the course; pass the "
+    if package is None and not holds_modules(path):
+        why = "".join(f" {r}." for r in refused)
+        raise SubmissionError(f"{path} has no attention_lab/ folder and no notebook of the course;{why} pass the "
                               "folder that holds attention_lab/ (a copy of assignments/ with your edits)",
-                              f"no attention_lab/ folder, module file or notebook of the course was handed in. {HAND_IN}")
-    return _from_package(package)
+                              f"no attention_lab/ folder, module file or notebook of the course was handed in.{why} "
+                              f"{HAND_IN}")
+    sub = _from_package(path if package is None else package)  # the module files themselves, or the package
+    sub.notes += [f"{r}; it was not read" for r in refused]
+    return sub
 
 
 def _descend(folder: Path, depth=4) -> Path:
@@ -146,17 +150,26 @@ def unzip(archive: Path, dest: Path):
                 parts = PurePosixPath(name).parts
                 if info.is_dir() or not parts or parts[0] in IGNORED or stat.S_ISLNK(info.external_attr >> 16):
                     continue
+                shown = ascii(info.filename[:80]) + ("..." if len(info.filename) > 80 else "")
                 if name.startswith("/") or ".." in parts or ":" in parts[0]:
-                    raise SubmissionError(f"{archive.name} holds {info.filename!r}, a path outside the archive")
+                    raise SubmissionError(f"{archive.name} holds {shown}, a path outside the archive")
+                if len(parts) > ZIP_MAX_DEPTH or max(len(p.encode("utf-8", "surrogateescape")) for p in parts) > 255:
+                    raise SubmissionError(f"{archive.name} holds {shown}, a name deeper than {ZIP_MAX_DEPTH} folders "
+                                          "or with a part longer than 255 bytes, which no submission needs")
                 files, total = files + 1, total + info.file_size
                 if files > MAX_SUBMISSION_FILES or total > MAX_SUBMISSION_BYTES:
                     raise SubmissionError(f"{archive.name} holds more than {MAX_SUBMISSION_FILES} files or "
                                           f"{MAX_SUBMISSION_BYTES // 2**20} MiB; remove data files that are not code")
                 target = dest.joinpath(*parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with z.open(info) as src, open(target, "wb") as out:
-                    out.write(src.read(info.file_size + 1)[:info.file_size])  # never more than it declared
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, NotImplementedError, EOFError) as exc:
+                try:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with z.open(info) as src, open(target, "wb") as out:
+                        out.write(src.read(info.file_size + 1)[:info.file_size])  # never more than it declared
+                except OSError as exc:  # a file where a folder must go, a path too long for this system
+                    raise SubmissionError(f"{archive.name} holds {shown}, which cannot be unpacked: "
+                                          f"{exc.strerror.lower() if exc.strerror else exc}") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, NotImplementedError, EOFError,
+            UnicodeDecodeError) as exc:
         raise SubmissionError(f"{archive.name} cannot be unpacked: {exc}") from None
 
 
@@ -171,7 +184,7 @@ def _from_package(package: Path) -> Submission:
                       origins={m: f"attention_lab/{m}.py" for m in STAGE_OF if f"{m}.py" in files}, notes=notes)
 
 
-def _from_notebooks(paths, package, required=True) -> Submission:
+def _from_notebooks(paths, package, required=True, refused=None) -> Submission:
     files, left_out = {}, {}
     if package is not None and is_folder(package):
         files, left_out = read_package(package)
@@ -185,10 +198,13 @@ def _from_notebooks(paths, package, required=True) -> Submission:
         except notebooks.NotebookError as exc:
             if required:
                 raise SubmissionError(str(exc)) from None
+            if refused is not None:
+                refused.append(str(exc))
             continue  # a stray notebook beside the course's does not stop grading
         for module, code in found.items():
             sub.replaced[module] = code
             sub.origins[module] = path.name
+    sub.notes += [f"{r}; it was not read" for r in refused or []]
     if required and not sub.replaced:
         raise SubmissionError(f"{paths[0].name} has no cell that saves a module of the lab (a cell that "
                               "starts with %%writefile attention_lab/<module>.py)")

@@ -62,7 +62,9 @@ class ForkServer:
                   if k.startswith(("CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_")) or k == "LD_LIBRARY_PATH"}
         name, value = self.mark.split("=")
         # numpy's BLAS starts its threads at import; a fork copies only one, so start none.
-        return {"OPENBLAS_NUM_THREADS": "1", **passed, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", name: value}
+        # USER and LOGNAME: getpass.getuser() asks them first; the grading user has no /etc/passwd entry.
+        return {"OPENBLAS_NUM_THREADS": "1", **passed, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "USER": "grader",
+                "LOGNAME": "grader", name: value}
 
     def _ensure_running(self):
         if self.proc is not None and self.proc.poll() is None:

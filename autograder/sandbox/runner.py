@@ -97,12 +97,12 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     try:
         while pending:
             out = ws.child_dir()
-            blamed, why = _one_child(server, ws, tasks, pending, broken, out, timeout_s)
+            blamed, why, reported = _one_child(server, ws, tasks, pending, broken, out, timeout_s)
             for i in pending:
                 data = read_small(protocol.result_file(out, i))
                 if data is not None:
                     results[i] = load_result(data)
-            layers = _layers(out, ws, timeout_s)
+            layers = _layers(reported, ws, timeout_s)
             if not run.isolation or layers["files"] == PYTHON:  # the weakest child's, should they differ
                 run.isolation = layers
             if required and layers["files"] == PYTHON:
@@ -139,7 +139,8 @@ def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
 
 
 def _one_child(server, ws, tasks, pending, broken, out, timeout_s):
-    """Run ``pending`` tasks in one child. Returns (index blamed for an early end, its error)."""
+    """Run ``pending`` tasks in one child. Returns (index blamed for an early end, its error, what
+    the child reported of its isolation)."""
     job = protocol.Job(
         submission=str(ws.submission), sandbox=str(ws.root), secrets=[str(p) for p in workspace.secrets()],
         kit_parent=str(KIT_ROOT) if str(KIT_ROOT) not in workspace.site_paths() else None, uid=ws.uid, gid=ws.gid,
@@ -151,42 +152,72 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s):
     job.write(job_path)
     proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()))
     try:
-        code, stopped = _watch(proc, out, timeout_s)
+        code, stopped, layers = _watch(proc, out, timeout_s, pending)
     finally:
         _kill(proc)
         server.kill_stragglers(proc.pid)
-    current = _read_current(out)
-    if current is None:  # before the first task only trusted code has run: the kit failed
+    if layers is None:  # the child never reached the end of its trusted set-up: no student code ran, the kit failed
         raise GradingError(f"the grader's child process failed to start ({stopped or _died(code, ws, out)})")
+    # What the child wrote in its output folder after its set-up may be the submission's (it can write
+    # there): which results exist decides what is blamed, never CURRENT's word alone.
+    missing = [i for i in pending if read_small(protocol.result_file(out, i)) is None]
+    if not missing:
+        return None, None, layers
+    current = _read_current(out)
+    blamed = current if current in missing else missing[0]
     if stopped is not None:
-        return current, _blame(tasks, current, stopped, timeout=True)
-    if current == protocol.DONE:
-        return None, None
-    return current, _blame(tasks, current, _died(code, ws, out), timeout=False)
+        return blamed, _blame(tasks, blamed, stopped, timeout=True), layers
+    return blamed, _blame(tasks, blamed, _died(code, ws, out), timeout=False), layers
 
 
-def _watch(proc, out, timeout_s):
-    """Wait for the child; stop it when a task breaks a limit. Returns (exit code, why stopped)."""
+DONE_GRACE_S = 5.0  # for a child that has written its last result to end
+
+
+def _watch(proc, out, timeout_s, pending):
+    """Wait for the child; stop it when a task breaks a limit, when it outlives the time of all its
+    ``pending`` tasks together, or when it does not end after saying it is done. The task in progress
+    is the child's word, in a folder the submission can write, so the word cannot turn the watch off:
+    each task's clock starts when it is first named and never starts again, and an index that is not
+    pending is not a task. Returns (exit code, why stopped, what the child reported of its isolation).
+
+    The report is read while the child is stopped at the end of its trusted set-up (it stops itself
+    there, and this sends SIGCONT once the report is read), before any student code can rewrite it."""
     cpu_limit = timeout_s * CPU_PER_WALL
-    current, since, cpu_since = None, time.monotonic(), 0.0
+    started = time.monotonic()
+    allowed = START_TIMEOUT_S + len(pending) * (timeout_s + 1)
+    current, clocks, layers = None, {}, None  # clocks: task (or DONE) -> (wall, CPU) when first named
     while True:
         try:
-            return proc.wait(timeout=POLL_S), None
+            return proc.wait(timeout=POLL_S), None, layers
         except subprocess.TimeoutExpired:
             pass
-        now, cpu, rss = _read_current(out), *_usage(proc.pid)
-        if now != current:
-            current, since, cpu_since = now, time.monotonic(), cpu
-        elapsed = time.monotonic() - since
-        if current is None and elapsed > START_TIMEOUT_S:
-            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s"
+        if layers is None and _stopped(proc.pid):
+            layers = read_small(out / protocol.LAYERS, limit=4000) or b"{}"
+            os.kill(proc.pid, signal.SIGCONT)
+        now, (cpu, rss) = time.monotonic(), _usage(proc.pid)
+        named = _read_current(out)
+        if named in pending or named == protocol.DONE:
+            clocks.setdefault(named, (now, cpu))
+            current = named
+        since, cpu_since = clocks.get(current, (started, 0.0))
+        if current is None and now - since > START_TIMEOUT_S:
+            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s", layers
+        if current == protocol.DONE and now - since > DONE_GRACE_S:
+            return None, "did not end after its last check", layers
         if current not in (None, protocol.DONE):
-            if elapsed > timeout_s:
-                return None, f"timed out after {timeout_s:g} s"
+            if now - since > timeout_s:
+                return None, f"timed out after {timeout_s:g} s", layers
             if cpu - cpu_since > cpu_limit:
-                return None, f"used more than {cpu_limit:g} s of CPU time"
+                return None, f"used more than {cpu_limit:g} s of CPU time", layers
+        if now - started > allowed:
+            return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers
         if rss > MEMORY_LIMIT:
-            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory"
+            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory", layers
+
+
+def _stopped(pid):
+    fields = linux.proc_stat(pid)
+    return bool(fields) and fields[0] == b"T"
 
 
 _TICKS, _PAGE = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
@@ -206,14 +237,15 @@ def _read_current(out):
     return protocol.DONE if text == protocol.DONE else int(text) if text.isdigit() else None
 
 
-def _layers(out, ws, timeout_s):
+def _layers(reported, ws, timeout_s):
     """What protected this run, for the report: a separate user, no network, the files it could
     reach and how that was enforced, limits. ``files`` is ``KERNEL`` when the kernel enforces the
     child's allow-list (Landlock, or a root of its own with no privileges left), else ``PYTHON``."""
     try:
-        reported = json.loads(read_small(out / protocol.LAYERS, limit=4000) or b"{}")
+        reported = json.loads(reported or b"{}")
     except ValueError:
         reported = {}
+    reported = reported if isinstance(reported, dict) else {}
     abi, root = reported.get("landlock") or 0, reported.get("root") is True
     enforced = [f"Landlock (ABI {abi})"] * bool(abi) + ["a root of its own"] * root
     missing = ([f"no Landlock: {reported.get('landlock_why') or 'not tried'}"] * (not abi)

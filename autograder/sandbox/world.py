@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import re
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +163,9 @@ def own_root(world: World, stash) -> None:
         spot = new / name.lstrip("/")
         _mount(source, spot, None, MS_BIND | MS_REC)
         _mount(None, spot, None, MS_REMOUNT | MS_BIND | _locked_flags(source) | flags)
+    read_only = [new / name.lstrip("/") for _, name, flags in binds if flags & MS_RDONLY]
+    for inner in _mounts_below(read_only):  # a bind takes the mounts below it (/sys/fs/cgroup): read-only too
+        _mount(None, inner, None, MS_REMOUNT | MS_BIND | _locked_flags(inner) | MS_RDONLY)
     _mount(None, new, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.chdir(new)
     if libc.syscall(SYS_PIVOT_ROOT, b".", b".") != 0:
@@ -169,6 +173,15 @@ def own_root(world: World, stash) -> None:
     if libc.umount2(b".", MNT_DETACH) != 0:  # the old root, stacked on top by pivot_root(".", ".")
         raise NoRoot(f"the old root could not be detached ({os.strerror(ctypes.get_errno())})")
     os.chdir("/")
+
+
+def _mounts_below(tops):
+    """Mount points strictly below any of ``tops``, from /proc/self/mountinfo (its fifth field; spaces
+    and the like come escaped as octal)."""
+    tops = [str(t) for t in tops]
+    with open("/proc/self/mountinfo") as f:
+        points = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4]) for line in f]
+    return [p for p in points if any(p.startswith(t.rstrip("/") + "/") for t in tops)]
 
 
 def _locked_flags(source):

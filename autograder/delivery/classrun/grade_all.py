@@ -34,15 +34,20 @@ from ...errors import GradingError, SubmissionError, UsageError
 from ...grading.config import CourseConfig
 from ...grading.grade import available_devices, grade
 from ...grading.results import Record
+from ...intake.files import NotRegular, is_folder, is_regular, read_regular, walk
 from ...intake.submission import holds_code
+from ...limits import MAX_SUBMISSION_FILES
 from ...paths import KIT_PACKAGE, runtime_files
 from ...sandbox.forkserver import ForkServer
 from ...sandbox.runner import TASK_TIMEOUT_S
-from ..report import TEMPORARY, write_atomically, write_json
+from ..report import TEMPORARY, csv_cell, printable, write_atomically, write_json
 from .progress import Progress
 from .summary import histogram_png, item_analysis, item_analysis_png, text_summary
 
 SUFFIXES = (".zip", ".ipynb")
+MAX_NAME_BYTES = 240  # a student's folder name, so that <name>.json and its temporary file fit in 255
+FINGERPRINT_MAX_FILES = 10 * MAX_SUBMISSION_FILES
+FINGERPRINT_MAX_BYTES = 64 * 2**20  # a file past this is fingerprinted as too large, and refused by intake anyway
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,12 @@ def discover(folder: Path, skip=()):
     for path in sorted(folder.iterdir()):
         if path.name.startswith(".") or path.resolve() in skip:
             continue
-        if path.is_dir() or (path.is_file() and path.suffix.lower() in SUFFIXES):
-            student = path.name if path.is_dir() else path.stem
+        if len(os.fsencode(path.name)) > MAX_NAME_BYTES:  # its record, <name>.json, could not be written
+            ignored.append(f"{path.name[:40]}... (a name longer than {MAX_NAME_BYTES} bytes)")
+        elif path.is_symlink():  # never followed: it could name anything on the grading machine
+            ignored.append(f"{path.name} (a symbolic link)")
+        elif is_folder(path) or (is_regular(path) and path.suffix.lower() in SUFFIXES):
+            student = path.name if is_folder(path) else path.stem
             if student in seen:
                 raise UsageError(f"two entries for {student}: {seen[student].name} and {path.name}; keep one")
             seen[student] = path
@@ -88,17 +97,32 @@ def discover(folder: Path, skip=()):
 
 
 def fingerprint(path: Path) -> str:
-    """sha256 of the files of a submission (names and contents; links are not followed)."""
+    """sha256 of a submission as intake would read it: the names and contents of its regular files,
+    reached without following a link, within intake's limits of depth and size (a tree 1,100 folders
+    deep, or a FIFO named like a notebook, is a fingerprint like any other, never a crash or a hang)."""
     digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*")
-                                                if p.is_file() and not p.is_symlink() and "__pycache__" not in p.parts)
-    for p in files:
-        digest.update(str(p.relative_to(path)).encode() + b"\0")
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        digest.update(b"\0")
+    if not is_folder(path):
+        digest.update(_contents(path, None))
+        return digest.hexdigest()
+    left_out = {}
+    try:
+        for count, (fd, name, entry) in enumerate(walk(path, left_out)):
+            if count >= FINGERPRINT_MAX_FILES:  # far past what intake reads: the rest cannot change a grade
+                digest.update(b"more files")
+                break
+            digest.update(os.fsencode(name) + b"\0" + _contents(entry.name, fd) + b"\0")
+    except SubmissionError:  # unreadable: graded (and refused) like any other; its fingerprint says so
+        digest.update(b"unreadable folder")
+    for name, what in sorted(left_out.items()):
+        digest.update(os.fsencode(name) + b"\0" + what.encode() + b"\0")
     return digest.hexdigest()
+
+
+def _contents(name, dir_fd) -> bytes:
+    try:
+        return read_regular(name, FINGERPRINT_MAX_BYTES, dir_fd=dir_fd)
+    except NotRegular as exc:
+        return f"not read: {exc}".encode()
 
 
 @lru_cache(maxsize=1)
@@ -139,12 +163,12 @@ def csv_text(entries, records, stages, failed, config=None):
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["student", "total", "out_of", *[f"stage{s}" for s in stages], "problem"])
     out_of = sum((config or CourseConfig()).max_points(s) for s in stages)
-    for e in entries:
+    for e in entries:  # names and problems are the students' text: csv_cell makes them inert
         if e.student in records:
             points = list(records[e.student].points(stages).values())
-            writer.writerow([e.student, sum(points), out_of, *points, records[e.student].problem])
+            writer.writerow(map(csv_cell, [e.student, sum(points), out_of, *points, records[e.student].problem]))
         elif e.student in failed:
-            writer.writerow([e.student, "", out_of, *[""] * len(stages), failed[e.student]])
+            writer.writerow(map(csv_cell, [e.student, "", out_of, *[""] * len(stages), failed[e.student]]))
     return out.getvalue()
 
 
@@ -185,7 +209,7 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
             else:
                 todo.append((e, key_e))
         if ignored:
-            log(f"left out (not a folder, .zip or .ipynb): {', '.join(ignored)}")
+            log(f"left out (not a folder, .zip or .ipynb): {', '.join(map(printable, ignored))}")
         log(f"{len(entries)} submissions in {folder}: {len(records)} already graded, {len(todo)} to grade "
             f"with {min(jobs, len(todo) or 1)} workers" + (f" (records in {json_dir})" if records else ""))
         failed = {}
@@ -215,16 +239,16 @@ def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, config)
     progress = Progress(len(entries), done=len(entries) - len(todo))
     for _ in range(len(todo)):
         outcome = done.get()
-        student = outcome.entry.student
+        student = printable(outcome.entry.student)  # as the terminal shows it
         for check_id, device, trace in outcome.grader_errors:  # for the instructor, never in a record
             progress.say(f"{student}: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
         if outcome.problem:  # the detail, for the instructor (a record holds what the student may read)
-            progress.say(f"{student}: {outcome.problem}")
+            progress.say(f"{student}: {printable(outcome.problem)}")
         if outcome.record is None:
-            failed[student] = outcome.problem
-        else:
-            write_json(outcome.record.data, json_dir / f"{student}.json")  # the record first: it is what is done
-            records[student] = outcome.record
+            failed[outcome.entry.student] = outcome.problem
+        else:  # the record first: it is what is done
+            write_json(outcome.record.data, json_dir / f"{outcome.entry.student}.json")
+            records[outcome.entry.student] = outcome.record
         write_atomically(out, csv_text(entries, records, stages, failed, config))
         progress.advance(f"{student} {outcome.record.score}" if outcome.record else f"{student} failed")
     for t in workers:
@@ -263,8 +287,9 @@ def _summarise(entries, records, stages, failed, out, config, log):
     rows = [(student, sum(p.values()), p) for student, p in points.items()]
     regrade = [student for student in points if records[student].regrade]
     items = item_analysis([records[student] for student in points], config.checks(stages))
-    text = text_summary(rows, out_of, {s: config.max_points(s) for s in stages}, problems=sorted(failed),
-                        regrade=regrade, items=items)
+    text = text_summary(rows, out_of, {s: config.max_points(s) for s in stages},
+                        problems=[printable(s) for s in sorted(failed)], regrade=[printable(s) for s in regrade],
+                        items=items)
     write_atomically(summary_path, text)
     drawn, title = [], f"{len(rows)} students, stages {', '.join(map(str, stages))}"
     for path, draw in ((picture, lambda tmp: histogram_png([total for _, total, _ in rows], out_of, tmp, title)),

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ...errors import GradingError, UsageError
 from ..classrun.grade_all import Entry, grade_all
+from ..report import printable
 from .pipelines import AUTOGRADE, RECORDS, SANITIZE
 
 
@@ -52,5 +53,5 @@ def import_grades(course_dir, assignment, config, jobs=None, timeout_s=None, log
         raise GradingError("nbgrader autograde failed while importing the grades:\n" + "\n".join(said[-30:]))
     warnings = [line for line in said if "[WARNING]" in line or "[ERROR]" in line]
     for line in warnings[:20]:
-        log(f"nbgrader: {line}")
+        log(f"nbgrader: {printable(line)}")  # its lines name students, whose names are data
     return failed, out

@@ -4,12 +4,16 @@ nbgrader (``nbgrader init`` writes a course without it)."""
 
 QUIET_OVERWRITE = "autograder.delivery.nbgrader.preprocessors.OverwriteCellsQuietly"
 TRUSTED_OUTPUTS = "autograder.delivery.nbgrader.preprocessors.TrustedOutputs"
+INERT_TEXT = "autograder.delivery.nbgrader.preprocessors.InertText"
 
 # nbgrader's sanitize step, with OverwriteCells replaced by the kit's quiet one: a hidden grade cell's
 # released copy lacks its hidden part, so nbgrader would warn that its checksum changed, for every
-# such cell of every student; the quiet one warns only when a student changed the cell.
+# such cell of every student; the quiet one warns only when a student changed the cell. Then the
+# students' markdown and raw cells made inert (InertText): the autograded notebook is what the
+# feedback pages and formgrader render, in the instructor's browser too.
 SANITIZE = ["nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
-            "nbgrader.preprocessors.OverwriteKernelspec", QUIET_OVERWRITE, "nbgrader.preprocessors.CheckCellMetadata"]
+            "nbgrader.preprocessors.OverwriteKernelspec", QUIET_OVERWRITE, "nbgrader.preprocessors.CheckCellMetadata",
+            INERT_TEXT]
 
 # nbgrader's autograde step, with its kernel (Execute) replaced by the trusted verdicts: the
 # student's notebook is never run.

@@ -7,6 +7,11 @@ student): nothing for a pass, an error with the check's feedback for a fail. nbg
 ``SaveAutoGrades`` then scores the cell from that output exactly as it scores an executed one, and
 ``generate_feedback`` shows the feedback where students read it.
 
+``InertText`` renders each markdown cell to HTML as Jupyter would, and keeps of it only what nh3 (a
+well-kept HTML sanitiser) lets through: no ``<script>``, no ``onerror=``, no ``javascript:`` link, in
+the feedback a student opens or in formgrader, where the instructor reads the same notebook. Raw cells
+get the same. Without it, nbconvert's feedback page runs whatever HTML a student typed into markdown.
+
 ``OverwriteCellsQuietly`` is nbgrader's ``OverwriteCells`` less one warning: a hidden grade cell's
 released copy lacks its hidden part, so its checksum always differs from the source's, and nbgrader
 warns "Attribute 'checksum' for cell ... has changed!" for every such cell of every student. It
@@ -78,6 +83,21 @@ class TrustedOutputs(NbGraderPreprocessor):
 
 def _error(name, text):
     return new_output("error", ename=name, evalue=text, traceback=[f"{name}: {text}"])
+
+
+class InertText(NbGraderPreprocessor):
+    def preprocess_cell(self, cell, resources, index):
+        import nh3
+        from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+        if cell.cell_type == "markdown":
+            cell.source = nh3.clean(markdown2html_mistune(cell.source), url_schemes=SAFE_SCHEMES)
+        elif cell.cell_type == "raw":
+            cell.source = nh3.clean(cell.source, url_schemes=SAFE_SCHEMES)
+        return cell, resources
+
+
+SAFE_SCHEMES = {"http", "https", "mailto", "attachment"}  # a cell's own attachments keep showing
 
 
 class OverwriteCellsQuietly(OverwriteCells):

@@ -1,0 +1,226 @@
+"""The class-level hostile zoo: what one student hands in must not stop, slow or poison a class.
+
+Each case below is one student's entry, graded by ``grade-all`` in a fresh process beside two honest
+students (ann: the reference; bob: the untouched stubs). ann and bob must get their normal points,
+whole records and a CSV row; the hostile student gets a record too (their points, or 0 and the one
+sentence that says which rule their file broke), never a crash of the class, a row blamed on the
+grader, or a hang. Each run is held to ``BOUND_S`` seconds and ``PEAK_BYTES`` of resident memory
+(the largest of grade-all's process and every process it started), measured here.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.authoring.course import hand_in, notebook_name
+from autograder.curriculum import STAGES
+from autograder.grading.config import CourseConfig
+from autograder.intake.notebooks import module_cell
+
+STAGES_GRADED = (1, 3)
+BOUND_S = 60  # one grade-all of three students, stages 1 and 3, as a fresh process: about 3 s measured
+PEAK_BYTES = 2**30  # the largest of grade-all, its fork server and the children: about 300 MiB measured
+RECORD_MAX_BYTES = 6 * 2**20  # pictures are capped at 4 MiB of SVG per grading (grade.PICTURES_MAX_BYTES)
+ROOT = Path(__file__).resolve().parent.parent
+BIG_SOFTMAX = '''
+
+class CausalAttention(CausalAttention):
+    """Wrong on purpose (no scaling), and its last softmax is 1400 x 1400: a picture of it must stay small."""
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        scores = self.W_query(x) @ self.W_key(x).transpose(1, 2)
+        scores = scores.masked_fill(self.mask.bool()[:n, :n], -torch.inf)
+        out = self.dropout(torch.softmax(scores, dim=-1)) @ self.W_value(x)
+        torch.softmax(torch.rand(1400, 1400), dim=-1)  # the last softmax: what a picture of the weights shows
+        return out
+'''
+
+
+def reference(folder: Path) -> Path:
+    shutil.copytree(ROOT / "solutions" / "attention_lab", folder / "attention_lab")
+    return folder
+
+
+def notebook(path: Path, cells) -> Path:
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def code_cell(source):
+    return {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
+
+
+def zipped(path: Path, members: dict) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in members.items():
+            z.writestr(name, text)
+    return path
+
+
+def deep_tree(folder: Path, depth=1100):
+    reference(folder)
+    here = os.open(folder / "attention_lab", os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=here)
+            inner = os.open("d", os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = inner
+    finally:
+        os.close(here)
+
+
+SIMPLE = (ROOT / "solutions" / "attention_lab" / "simple.py").read_text()
+
+# name -> (how the hostile entry is made in the class folder, its stage 1 points or None when it is
+# not graded at all, text its record's output or first failed check must hold)
+CASES = {
+    "zero_notebook": (lambda c: (c / "zed").mkdir() or (c / "zed" / "stage1_simple.ipynb").symlink_to("/dev/zero"),
+                      None, "stage1_simple.ipynb is a symbolic link, not a notebook that can be read"),
+    "fifo_notebook": (lambda c: (c / "fifo").mkdir() or os.mkfifo(c / "fifo" / "stage1_simple.ipynb"),
+                      None, "stage1_simple.ipynb is a FIFO, not a notebook that can be read"),
+    "fifo_module": (lambda c: (reference(c / "fay") / "attention_lab" / "causal.py").unlink()
+                    or os.mkfifo(c / "fay" / "attention_lab" / "causal.py"), 11, "causal.py is a FIFO"),
+    "deep_tree": (lambda c: deep_tree(c / "deep"), 11, None),
+    "latin1_name": (lambda c: reference(c / os.fsdecode(b"Jos\xe9")), 11, None),
+    "newline_name": (lambda c: reference(c / "eve\nTotal 999 of 999"), 11, None),
+    "formula_names": (lambda c: [reference(c / n) for n in ('=HYPERLINK("x")', "@SUM(1,1)", "+1", "-2")], 11, None),
+    "escape_name": (lambda c: reference(c / "\x1b]0;pwned\x07\x1b[2J"), 11, None),
+    "big_softmax": (lambda c: (reference(c / "sam") / "attention_lab" / "causal.py").write_text(
+        (ROOT / "solutions" / "attention_lab" / "causal.py").read_text() + BIG_SOFTMAX), 11, None),
+    "nested_stray_notebook": (lambda c: (reference(c / "nest") / "scratch.ipynb").write_text(
+        '{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}"), 11, None),
+    "numbers_as_source": (lambda c: (c / "num").mkdir() or notebook(
+        c / "num" / f"{notebook_name(STAGES[1])}.ipynb", [code_cell([1, 2, 3])]), None, "not a valid notebook: cells[0].source"),
+    "lone_surrogate": (lambda c: (c / "sur").mkdir() or (c / "sur" / f"{notebook_name(STAGES[1])}.ipynb").write_text(
+        json.dumps({"cells": [code_cell(module_cell("simple", "x = '\\ud800'\n"))], "metadata": {}, "nbformat": 4,
+                    "nbformat_minor": 5}).replace("\\\\ud800", "\\ud800")), None, "not valid Unicode"),
+    "long_zip_member": (lambda c: zipped(c / "zip1.zip", {"attention_lab/" + "a" * 300 + ".py": "x"}), None,
+                        "part longer than 255 bytes"),
+    "zip_file_where_folder": (lambda c: zipped(c / "zip2.zip", {"attention_lab": "x", "attention_lab/simple.py": SIMPLE}),
+                              None, "cannot be unpacked"),
+}
+
+
+def run_grade_all(folder: Path, out: Path):
+    """grade-all in a fresh process; returns (exit code, stderr, seconds, peak resident bytes)."""
+    script = (
+        "import json, resource, sys, time\n"
+        "from autograder.cli import main\n"
+        "start = time.monotonic()\n"
+        f"code = main(['grade-all', {str(folder)!r}, '--out', {str(out)!r}, '--jobs', '1',"
+        f" {', '.join(repr(a) for s in STAGES_GRADED for a in ('--stage', str(s)))}])\n"
+        "peak = max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
+        "print(json.dumps({'code': code, 'seconds': time.monotonic() - start, 'peak': peak * 1024}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=BOUND_S * 3,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    said = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    return said["code"], done.stderr.decode(errors="replace"), said["seconds"], said["peak"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_one_student_cannot_stop_a_class(case, tmp_path):
+    make, points, says = CASES[case]
+    klass = tmp_path / "submitted"
+    reference(klass / "ann")
+    shutil.copytree(ROOT / "assignments" / "attention_lab", klass / "bob" / "attention_lab")
+    before = set(os.listdir(klass))
+    make(klass)
+    hostile = sorted(set(os.listdir(klass)) - before)
+    out = tmp_path / "grades.csv"
+    try:
+        code, stderr, seconds, peak = run_grade_all(klass, out)
+    finally:  # pytest's own clean-up recurses, and a tree 1,100 deep is past Python's recursion limit
+        subprocess.run(["rm", "-rf", str(klass / "deep")], check=True)
+    assert code == 0, f"{case}: grade-all exited {code} (a row blamed on the grader?):\n{stderr[-3000:]}"
+    assert seconds < BOUND_S and peak < PEAK_BYTES, (case, seconds, peak)
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert "\x1b" not in stderr and "\x07" not in stderr, "a name reached the terminal raw"
+    full = {s: CourseConfig().max_points(s) for s in STAGES_GRADED}
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(out.read_text()))}
+    assert rows["ann"]["total"] == str(sum(full.values())) and rows["bob"]["total"] == "0", rows
+    records = tmp_path / "grades-results"
+    for honest in ("ann", "bob"):
+        assert json.loads((records / f"{honest}.json").read_text())["extra_data"]["student"] == honest
+    assert len(rows) == 2 + len(hostile), f"{case}: a student has no CSV row: {sorted(rows)}"
+    for name in hostile:
+        student = name.removesuffix(".zip").removesuffix(".ipynb")
+        record_path = records / f"{student}.json"
+        assert record_path.stat().st_size < RECORD_MAX_BYTES, (case, record_path.stat().st_size)
+        record = json.loads(record_path.read_text())
+        stage1 = record["extra_data"]["stage_points"]["1"]
+        if points is None:
+            assert stage1 == 0 and record["output"].startswith("Not graded"), (case, record["output"])
+        else:
+            assert stage1 == points, (case, record["extra_data"])
+        if says:
+            failed = [t["output"] for t in record["tests"] if t["status"] == "failed"]
+            assert says in record.get("output", "") or any(says in f for f in failed), (case, record.get("output"))
+    for cell in [v for r in rows.values() for v in r.values()]:
+        assert not cell.startswith(("=", "+", "-", "@")), f"a cell a spreadsheet would run: {cell!r}"
+
+
+def test_the_moss_export_writes_only_what_intake_read(tmp_path):
+    """A module linked to a file only root may read is not copied to the folder an instructor uploads
+    to a third party; a notebook with a lone surrogate is named and left out, and the export goes on."""
+    from autograder.delivery.plagiarism import export
+
+    klass = tmp_path / "submitted"
+    reference(klass / "ann")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("LEAKED: a file only root may read")
+    secret.chmod(0o600)
+    bob = reference(klass / "bob") / "attention_lab"
+    (bob / "causal.py").unlink()
+    (bob / "causal.py").symlink_to(secret)
+    CASES["lone_surrogate"][0](klass)  # "sur": a notebook whose module cell holds a lone surrogate
+    CASES["formula_names"][0](klass)
+    out, said = tmp_path / "for-moss", []
+    skipped = export(klass, out, log=said.append)
+    assert set(skipped) == {"sur"} and "not valid Unicode" in skipped["sur"], skipped
+    assert (out / "submissions" / "ann" / "causal.py").read_text() == (bob.parent.parent / "ann" / "attention_lab"
+                                                                      / "causal.py").read_text()
+    assert (out / "submissions" / "bob" / "simple.py").exists() and not (out / "submissions" / "bob" / "causal.py").exists()
+    assert not [p for p in out.rglob("*") if p.is_file() and "LEAKED" in p.read_text(errors="replace")]
+    assert len(said) == 1 and "sur" in said[0]
+
+
+@pytest.mark.parametrize("case", [c for c, (_, points, _) in CASES.items() if points is None])
+def test_grade_refuses_a_malformed_submission_in_one_sentence(case, tmp_path, capsys):
+    """`attention-lab grade` on the same entries: exit 2 (the student's), and one line on stderr that
+    names the file and the rule it broke; never a traceback, never exit 1 (the grader's)."""
+    from autograder.cli import main
+
+    make, _, says = CASES[case]
+    klass = tmp_path / "submitted"
+    klass.mkdir()
+    make(klass)
+    (entry,) = list(klass.iterdir())
+    assert main(["grade", str(entry), "--stage", "1"]) == 2
+    err = capsys.readouterr().err
+    problem = [line for line in err.splitlines() if line.startswith("attention-lab: ")]
+    assert len(problem) == 1 and says in problem[0] and "Traceback" not in err, err
+
+
+def test_the_report_of_a_huge_softmax_stays_small(tmp_path):
+    """The 1400 x 1400 softmax, graded with --html and --json: both files stay a few MiB (they were
+    hundreds of MB when a heatmap drew one rectangle per value)."""
+    from autograder.cli import main
+
+    CASES["big_softmax"][0](tmp_path)
+    report, results = tmp_path / "report.html", tmp_path / "results.json"
+    assert main(["grade", str(tmp_path / "sam"), "--stage", "3", "--html", str(report), "--json", str(results)]) == 0
+    assert report.stat().st_size < RECORD_MAX_BYTES and results.stat().st_size < RECORD_MAX_BYTES
+    shown = [p for t in json.loads(results.read_text())["tests"] for p in t.get("extra_data", {}).get("pictures", [])]
+    assert shown and "drawn in blocks" in "".join(p["svg"] for p in shown)
