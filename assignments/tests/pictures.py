@@ -92,6 +92,8 @@ def heatmap(matrix, rows=None, cols=None, title="", forbidden=None, flagged=None
     m = torch.as_tensor(matrix).detach().to("cpu", torch.float64)
     if m.dim() != 2:
         raise ValueError(f"heatmap needs a matrix, not a tensor of shape {tuple(m.shape)}")
+    if max(m.shape) > MAX_SIDE:  # a picture's size is bounded whatever the student's layer returned
+        m, forbidden, flagged, rows, cols, note = _pooled(m, forbidden, flagged, note)
     n_rows, n_cols = m.shape
     rows = [str(r) for r in (rows or range(n_rows))]
     cols = [str(c) for c in (cols or range(n_cols))]
@@ -137,6 +139,28 @@ def heatmap(matrix, rows=None, cols=None, title="", forbidden=None, flagged=None
     return Picture("".join(parts), title, note, kind, red)
 
 
+MAX_SIDE = 48  # cells a heatmap draws across; a larger matrix is drawn in blocks (about 400 KB of SVG at most)
+
+
+def _pooled(m, forbidden, flagged, note):
+    """``m`` drawn in square blocks so that no side passes ``MAX_SIDE``: each cell shows the block's
+    largest magnitude (nan or inf when the block holds one), and is outlined or flagged when any cell
+    of the block is."""
+    n_rows, n_cols = m.shape
+    k = -(-max(n_rows, n_cols) // MAX_SIDE)
+
+    def pool(t):
+        return torch.nn.functional.max_pool2d(t[None, None], k, k, ceil_mode=True)[0, 0]
+
+    bad = pool((~m.isfinite()).double())
+    pooled = pool(torch.where(m.isfinite(), m.abs(), torch.zeros_like(m)))
+    pooled[bad > 0] = float("nan")
+    masks = [None if mask is None else pool(torch.as_tensor(mask, dtype=torch.bool)[:n_rows, :n_cols].double()) > 0
+             for mask in (forbidden, flagged)]
+    said = f"{n_rows}\u00d7{n_cols} values, drawn in blocks of {k}\u00d7{k}: each cell shows its block's largest magnitude"
+    return pooled, masks[0], masks[1], None, None, f"{said}. {note}" if note else said
+
+
 def bars(values, labels=None, title="", limit=None, note="", axis="", kind="bars") -> Picture:
     """Values as vertical bars, those above ``limit`` (a line) in red."""
     v = [float(x) for x in torch.as_tensor(values).detach().to("cpu", torch.float64).flatten()]
@@ -173,7 +197,13 @@ def bars(values, labels=None, title="", limit=None, note="", axis="", kind="bars
 
 
 def listing(rows, title, yes, no, kind="listing") -> Picture:
-    """Named things, each with a green ``yes`` or a red ``no`` (``rows``: (name, ok) pairs)."""
+    """Named things, each with a green ``yes`` or a red ``no`` (``rows``: (name, ok) pairs): the red
+    ones first, and at most ``MAX_SIDE`` of them, with a line saying how many more there are."""
+    rows = list(rows)
+    flagged = sum(1 for _, ok in rows if not ok)
+    more = max(0, len(rows) - MAX_SIDE)
+    rows = sorted(rows, key=lambda row: bool(row[1]))[:MAX_SIDE] if more else rows
+    rows = [(str(name)[:40], ok) for name, ok in rows] + ([(f"... and {more} more", True)] if more else [])
     height = 30 + 18 * len(rows)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="420" height="{height}" viewBox="0 0 420 {height}">',
              f'<rect width="420" height="{height}" fill="white"/>',
@@ -185,7 +215,7 @@ def listing(rows, title, yes, no, kind="listing") -> Picture:
                   _text(28, y, name, anchor="start", family="monospace"),
                   _text(260, y, yes if ok else no, anchor="start", colour=colour)]
     parts.append("</svg>")
-    return Picture("".join(parts), title, kind=kind, flagged=sum(1 for _, ok in rows if not ok))
+    return Picture("".join(parts), title, kind=kind, flagged=flagged)
 
 
 def row_sum_problem(weights, rows=None):
