@@ -62,6 +62,8 @@ def test_a_shared_total_adds_up_exactly_and_follows_the_weights(weights, total):
     ({"stages": [1.0]}, "stages must be"),
     ({"stages": [True, 2]}, "stages must be"),
     ({"require_isolation": "yes"}, "require_isolation must be true or false"),
+    ({"stages": [1, 2, 3, 4, 9]}, "stage 9 (frontier.py) builds on stage 8 (modern.py), which stages does not include"),
+    ({"stages": [1, 4]}, "stage 4 (multihead.py) builds on stage 3 (causal.py)"),
     ({"stages": [1], "points": {"stage4": 30}}, "not among the stages taught"),
 ])
 def test_a_mistake_in_the_file_is_named(data, says):

@@ -61,6 +61,9 @@ def test_wrong_entry_is_caught(path, tmp_path, server):
         assert not collateral, f"{path.stem} also lost {collateral}:\n{summary(results)}"
     score, top = sum(r.points for r in results), sum(r.max_points for r in results)
     assert score < top, f"{path.stem} got full marks ({score}/{top})"
+    wrapper = [r.id for r in results if "'inner." in r.feedback or "Output has" in r.feedback
+               or "SelfAttend" in r.feedback or "WithMemory" in r.feedback]
+    assert not wrapper, f"{path.stem}: the probes' own wrapper is named to the student in {wrapper}"
     if entry["MENTIONS"]:
         first = by_id[entry["LOSES"][0]]
         assert entry["MENTIONS"] in first.feedback, (

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import tempfile
+import textwrap
 from pathlib import Path
 
 from ..curriculum import STAGES
@@ -23,6 +24,9 @@ def untouched(results) -> bool:
     """Has the student not started these checks' stage: nothing passed, and every check failed
     for want of code (``not_tried``), not for a wrong answer?"""
     return all(r.status == FAILED and not_tried(r.feedback) for r in results)
+
+
+WIDTH, INDENT = 110, " " * 9  # a check's feedback under it: wrapped at words, never cut
 
 
 def render_table(results, seconds, verbose=False, color=False):
@@ -50,7 +54,8 @@ def render_table(results, seconds, verbose=False, color=False):
             lines.append(f"    {mark} {r.id:<24} {r.points}/{r.max_points}  {r.title}")
             said = r.feedback.splitlines()
             if not r.passed or len(said) > 1:  # a passed check's next line: what it measured
-                lines.append(f"         {printable(said[0 if not r.passed else 1][:300])}")
+                lines += textwrap.wrap(printable(said[0 if not r.passed else 1]), WIDTH, initial_indent=INDENT,
+                                       subsequent_indent=INDENT, break_on_hyphens=False) or [INDENT]
     total = sum(r.points for r in results)
     maximum = sum(r.max_points for r in results)
     lines.append("")

@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..curriculum import STAGES
+from ..curriculum import STAGE_OF, STAGES
 from ..errors import UsageError
 from .registry import VISIBLE, all_checks, registry
 
@@ -84,6 +84,13 @@ def from_data(data: dict, path=None) -> CourseConfig:
     if (not isinstance(stages, list) or not stages
             or any(type(s) is not int or s not in STAGES for s in stages)):
         raise UsageError(f"{where}: stages must be a list of stage numbers out of {sorted(STAGES)}, not {stages!r}")
+    for n in stages:  # a stage whose code imports an earlier stage's cannot be graded without it
+        for module in STAGES[n].builds_on:
+            if STAGE_OF[module] not in stages:
+                m = STAGE_OF[module]
+                raise UsageError(f"{where}: stage {n} ({STAGES[n].module}.py) builds on stage {m} ({module}.py), which "
+                                 f"stages does not include: a student's stage {n} imports their own stage {m}, so "
+                                 f"stage {m} must be taught too (add {m} to stages)")
     points, own = {}, {}
     for key, value in (data.get("points") or {}).items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:

@@ -143,17 +143,27 @@ def load_by_name(module, weights):
     ``__init__`` created (and randomly initialised) them.
     """
     for name, value in weights.items():
+        owner, own = _students(module, name)
         try:
             param = module.get_parameter(name)
         except AttributeError:
-            raise ProbeError(f"{type(module).__name__} has no parameter named {name!r}") from None
+            raise ProbeError(f"{type(owner).__name__} has no parameter named {own!r}") from None
         if tuple(param.shape) != tuple(value.shape):
             raise ProbeError(
-                f"{type(module).__name__}.{name} has shape {tuple(param.shape)}, expected {tuple(value.shape)}"
+                f"{type(owner).__name__}.{own} has shape {tuple(param.shape)}, expected {tuple(value.shape)}"
             )
         with torch.no_grad():
             param.copy_(value.to(param.device, param.dtype))
     return module
+
+
+def _students(module, name):
+    """The student's layer and the parameter's name in it, through the probes' own wrappers (a
+    wrapper names its attribute that holds the student's layer in ``WRAPS``): feedback names the
+    student's class, never the kit's."""
+    while getattr(type(module), "WRAPS", None) and name.startswith(type(module).WRAPS + "."):
+        module, name = getattr(module, type(module).WRAPS), name[len(type(module).WRAPS) + 1:]
+    return module, name
 
 
 def linear_weights(prefix, d_in, d_out, seed, bias):

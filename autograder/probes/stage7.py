@@ -167,6 +167,8 @@ def mha_divisibility(lab, device):
 class SelfAttend(nn.Module):
     """``attention(x, x, x, mask)`` as a one-input module, for the kit's shared measurements."""
 
+    WRAPS = "attention"  # the student's layer: what feedback names (``common.load_by_name``)
+
     def __init__(self, attention):
         super().__init__()
         self.attention = attention
@@ -393,6 +395,8 @@ def decoder_cross_source(lab, device):
 
 class WithMemory(nn.Module):
     """A decoder layer as a one-input module: fixed encoder memory, the subsequent mask for x."""
+
+    WRAPS = "layer"  # the student's layer: what feedback names (``common.load_by_name``)
 
     def __init__(self, layer):
         super().__init__()

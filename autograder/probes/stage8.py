@@ -64,6 +64,8 @@ class Output(nn.Module):
     with earlier stages (shapes, leaks, dropout) expect of a forward. ``unpack`` takes the pair apart
     (``split`` by default: a cache of keys and values, named after the inner layer's class)."""
 
+    WRAPS = "inner"  # the student's layer: what feedback names (``common.load_by_name``)
+
     def __init__(self, inner, unpack=None):
         super().__init__()
         self.inner = inner
