@@ -36,6 +36,13 @@ class Task:
         """Probes are named ``s<stage>.<what>``; a crash while importing breaks only that module."""
         return self.name.split(".")[0] if self.kind == "probe" else f"import {self.name}"
 
+    @property
+    def callable(self):
+        """What the probe calls, by its name ``s<stage>.<callable>.<what>`` (``s3.causal.seeded``:
+        stage 3's CausalAttention; ``s1.softmax_naive``: that function): strikes are counted per
+        callable, so code that hangs stops the checks that call it, and no others."""
+        return ".".join(self.name.split(".")[:2]) if self.kind == "probe" else f"import {self.name}"
+
 
 @dataclass(frozen=True)
 class Limits:

@@ -7,8 +7,9 @@ files (never a link or a FIFO), loaded with ``torch.load(weights_only=True)`` an
 as plain data. A watchdog kills the child's whole process group, and everything that escaped
 it, when a task runs past its wall-clock or CPU time or the child grows past its memory limit.
 A task that crashes or hangs is blamed for it, and the tasks after it run in a fresh child; a
-stage whose code has crashed or hung ``STRIKES`` times is not called again, so a hostile
-submission finishes within a bound while its other stages are graded normally.
+callable (a probe name's ``s<stage>.<callable>``) whose code has crashed or hung ``STRIKES`` times
+is not called again, so a hostile submission finishes within a bound while everything else of it is
+graded normally.
 """
 from __future__ import annotations
 
@@ -111,16 +112,17 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
             if blamed is not None and blamed not in results:
                 task = tasks[blamed]
                 results[blamed] = why
-                # Strikes count the stage's probes that crashed or hung, not the tasks: one probe hanging
-                # on the CPU and again on CUDA is one attack, and costs no more with a GPU than without.
-                struck.setdefault(task.stage, set()).add(task.name)
+                # Strikes count the probes of one callable that crashed or hung, not the tasks: one probe
+                # hanging on the CPU and again on CUDA is one attack, and costs no more with a GPU than without;
+                # and a hang in CausalAttention stops the checks that call it, not MultiHeadAttention's.
+                struck.setdefault(task.callable, set()).add(task.name)
                 if task.kind == "import":
                     broken[task.name] = why["error"]["message"]
-                elif len(struck[task.stage]) >= STRIKES:
+                elif len(struck[task.callable]) >= STRIKES:
                     for i in pending:
-                        if i not in results and tasks[i].stage == task.stage:
-                            results[i] = error("NotRun", f"not run: this stage's code crashed or hung {STRIKES} "
-                                               "times already, so the grader stopped calling it")
+                        if i not in results and tasks[i].callable == task.callable:
+                            results[i] = error("NotRun", f"not run: the code this check calls crashed or hung "
+                                               f"{STRIKES} times already, so the grader stopped calling it")
             elif not any(i in results for i in pending):
                 raise GradingError(f"the grader's child process ended before any task: {_last_words(ws, out)}")
             pending = [i for i in pending if i not in results]
@@ -134,7 +136,7 @@ def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
     """An upper bound on ``run_tasks``'s wall time: every task runs to its timeout, and each of
     the crashes or hangs the strikes allow (one per probe and device) starts a child that takes as long as
     it may to start."""
-    starts = 1 + STRIKES * len({t.stage for t in tasks}) * len({t.device for t in tasks})
+    starts = 1 + STRIKES * len({t.callable for t in tasks}) * len({t.device for t in tasks})
     return len(tasks) * (timeout_s + 1) + starts * START_TIMEOUT_S
 
 
