@@ -62,12 +62,12 @@ RELATIVE = ((3, 1), (6, 4), (11, 9), (2, 2), (8, 8))  # (query position, key pos
 def rope_apply(lab, device):
     cos, sin = (t.to(device) for t in kit_tables(8, 16))
 
-    def rotate(x, offset=0):
-        return lab.frontier.apply_rope(x.to(device), cos, sin, offset)
+    def rotate(x, offset=0):  # a copy every call, on the CPU too: an apply_rope that works in place spoils no other
+        return lab.frontier.apply_rope(x.to(device, copy=True), cos, sin, offset)
 
     def untouched():
-        x = Q.to(device).clone()
-        rotate(x, 2)
+        x = Q.to(device, copy=True)
+        lab.frontier.apply_rope(x, cos, sin, 2)  # x itself, not rotate's copy: is it the same afterwards?
         return plain(x, "x after apply_rope")
 
     def relative():
@@ -76,8 +76,10 @@ def rope_apply(lab, device):
 
     return {"at0": attempt(lambda: plain(rotate(Q))), "at3": attempt(lambda: plain(rotate(Q, 3))),
             "float64": attempt(lambda: plain(rotate(Q.double(), 1))), "untouched": attempt(untouched),
+            # below float32 the tables' own dtype shows: float32 tables times a bfloat16 x is float32
+            "bfloat16": attempt(lambda: str(rotate(Q.to(torch.bfloat16), 1).dtype).replace("torch.", "")),
             "relative": attempt(relative),
-            "past_end": attempt(raised, lambda: lab.frontier.apply_rope(Q.to(device), cos[:4], sin[:4]),
+            "past_end": attempt(raised, lambda: lab.frontier.apply_rope(Q.to(device, copy=True), cos[:4], sin[:4]),
                                 any_error=True)}
 
 

@@ -126,11 +126,15 @@ def rope_norms(obs, ctx):
 @CHECKS.add("s9.rope.contract", points=1, probe="s9.rope.apply", devices=NUMERIC,
             title="apply_rope keeps x's dtype, leaves x unchanged, and raises ValueError past the tables' end")
 def rope_contract(obs, ctx):
+    # In place first: it spoils every other measurement, and its own diagnosis is the one to read.
+    expect(torch.equal(get(obs, "untouched"), Q), "apply_rope changed x in place; return a new tensor")
     out = get(obs, "float64")
     expect(out.dtype == torch.float64, f"apply_rope of a float64 x returns {out.dtype}; it should keep x's dtype "
            "(cast the tables to x.dtype)")
+    low = get(obs, "bfloat16")
+    expect(low == "bfloat16", f"apply_rope of a bfloat16 x returns {low}; it should keep x's dtype "
+           "(cast the tables to x.dtype before multiplying)")
     expect_rotation(out, Q.double(), 1, "apply_rope(x.double(), cos, sin, offset=1)")
-    expect(torch.equal(get(obs, "untouched"), Q), "apply_rope changed x in place; return a new tensor")
     check_divisibility(get(obs, "past_end"), "apply_rope(x, cos[:4], sin[:4]) for 5 tokens",
                        "positions 0..4 are past the tables' 4 rows")
 
