@@ -108,7 +108,10 @@ def rope_gqa_cache(lab, device):
     def steps(pieces):
         return decode(known_rope_gqa(lab, device), x, pieces, device, "RopeGroupedQueryAttention")
 
-    return {"steps": attempt(steps, (1,) * FULL), "pieces": attempt(lambda: steps(PIECES)["out"])}
+    # The layer's own full forward too, with the same weights: only when it is right does a wrong decode
+    # point at the cache's offset (a lone first token never depends on RoPE, whatever RoPE does).
+    full = attempt(lambda: plain(split(known_rope_gqa(lab, device)(x.to(device, copy=True)))[0], "the full forward"))
+    return {"steps": attempt(steps, (1,) * FULL), "pieces": attempt(lambda: steps(PIECES)["out"]), "full": full}
 
 
 @PROBES.add("s9.ropegqa.tables")

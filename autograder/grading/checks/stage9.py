@@ -188,9 +188,14 @@ def rope_gqa_cache(obs, ctx):
            f"{tuple(keys.shape)}, expected {tuple(want_keys.shape)}")
     if out.shape == full.shape and close(out[:, :1], full[:, :1]) and not close(out, full):
         t = next(t for t in range(full.shape[1]) if not close(out[:, t], full[:, t]))
+        own = obs.get("full") if isinstance(obs, dict) else None
+        if not (type(own) is torch.Tensor and own.shape == full.shape and close(own, full)):
+            raise Fail(f"{ROPE_LAYER}, fed one token at a time: position 0 is right, position {t} is not, and its "
+                       "full forward is wrong too (s9.ropegqa.known): a lone first token does not depend on RoPE, "
+                       "so look at the rotation itself before the cache")
         raise Fail(f"{ROPE_LAYER}, fed one token at a time: position 0 is right, position {t} is not. A token "
-                   f"decoded after a cache of {t} tokens sits at position {t}: rotate it with offset={t} (the "
-                   "cache's length)")
+                   f"decoded after a cache of {t} token{'s' if t != 1 else ''} sits at position {t}: rotate it with "
+                   f"offset={t} (the cache's length)")
     if not close(keys, want_keys) and close(rotated(keys, 0), want_keys):
         raise Fail(f"{ROPE_LAYER}: the cache holds the keys before the rotation; rotate them first, then cache")
     for t in range(full.shape[1]):

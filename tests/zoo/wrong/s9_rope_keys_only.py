@@ -1,6 +1,8 @@
-"""RopeGroupedQueryAttention rotates the keys but not the queries."""
+"""RopeGroupedQueryAttention rotates the keys but not the queries. Decoding with the cache must not blame the
+cache's offset (position 0 is right whatever RoPE does): the layer's full forward is already wrong."""
 MODULE = "frontier"
-LOSES = ['s9.ropegqa.known', 's9.ropegqa.cache']
+LOSES = ['s9.ropegqa.cache', 's9.ropegqa.known']
+MENTIONS = "full forward is wrong too"
 
 
 class RopeGroupedQueryAttention(RopeGroupedQueryAttention):
