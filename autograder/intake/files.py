@@ -1,5 +1,5 @@
-"""Reading what a student handed in: only regular files, each opened without following a link and
-checked on what was opened, never on a name looked up before.
+"""Reading what a student handed in: only regular files (``regular_files.read_regular``), in folders
+walked without following a link and without recursion.
 
 A submission is the student's: any name in it may be a symbolic link (git and GitHub keep them),
 a FIFO that blocks whoever reads it, or a device that never ends. A check made with ``stat``
@@ -17,55 +17,16 @@ from pathlib import Path
 
 from ..errors import SubmissionError
 from ..limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
+from ..regular_files import OPEN_FILE, NotRegular, TooLarge, read_regular
 
 MAX_DEPTH = 16  # folders inside the package; the lab's package has none
-_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_OPEN_DIR = _OPEN_FILE | os.O_DIRECTORY
-
-
-class NotRegular(Exception):
-    """The name is not a regular file that may be read: ``str()`` says what it is, in the student's terms."""
-
-
-def what_it_is(mode) -> str:
-    for test, words in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
-                        (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return words
-    return "not a regular file"
-
-
-def read_regular(path, limit, dir_fd=None) -> bytes:
-    """The bytes of ``path`` (relative to ``dir_fd`` when given), if it is a regular file of at most
-    ``limit`` bytes, reached without following a link at its last step; else ``NotRegular``.
-
-    A hard link to a file that others may not read is refused too: as root, the grader could
-    otherwise copy a file the student cannot read (git and zips never make hard links)."""
-    try:
-        fd = os.open(path, _OPEN_FILE, dir_fd=dir_fd)
-    except OSError as exc:
-        if os.path.islink(path) if dir_fd is None else _is_link(path, dir_fd):
-            raise NotRegular("a symbolic link") from None
-        raise NotRegular(f"unreadable ({exc.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegular(what_it_is(info.st_mode))
-        if info.st_nlink > 1 and not info.st_mode & stat.S_IROTH:
-            raise NotRegular("a hard link to a file that others may not read")
-        if info.st_size > limit:
-            raise NotRegular(f"larger than {_size(limit)}")
-        data = _read_at_most(fd, limit + 1)
-        if len(data) > limit:  # it grew after fstat
-            raise NotRegular(f"larger than {_size(limit)}")
-        return data
-    finally:
-        os.close(fd)
+_OPEN_DIR = OPEN_FILE | os.O_DIRECTORY
 
 
 def walk(folder: Path, left_out: dict, max_depth=MAX_DEPTH):
     """Every name below ``folder`` that is not a folder, as ``(folder descriptor, relative path,
-    DirEntry)``, folders first in name order, without following a link and without recursion; names it
+    DirEntry)``: a folder's own names in name order, its folders after, without following a link and
+    without recursion; names it
     will not enter (a link, a folder past ``max_depth`` or one it cannot open) go into ``left_out``
     as ``{relative path: what it is}``. ``folder`` itself must be a real folder (``SubmissionError``)."""
     try:
@@ -115,9 +76,9 @@ def read_package(folder: Path, suffix=".py"):
             raise _too_big(folder)
         try:
             files[name] = read_regular(entry.name, MAX_SUBMISSION_BYTES - total, dir_fd=fd)
+        except TooLarge:
+            raise _too_big(folder) from None
         except NotRegular as exc:
-            if str(exc).startswith("larger than"):
-                raise _too_big(folder) from None
             left_out[name] = str(exc)
             continue
         total += len(files[name])
@@ -150,25 +111,3 @@ def is_folder(path: Path) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def _is_link(name, dir_fd):
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
-
-
-def _read_at_most(fd, n):
-    chunks, left = [], n
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def _size(n):
-    return f"{n // 2**20} MiB" if n >= 2**20 else f"{n} bytes"

@@ -28,6 +28,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .linux import libc, no_new_privileges
+from .world import MS_PRIVATE, MS_REC
 
 # ---------------------------------------------------------------- 1. limits
 
@@ -72,7 +73,6 @@ def _tasks_of(uid):
 # ---------------------------------------------------------------- 2, 3. namespaces and user
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
-MS_REC, MS_PRIVATE = 16384, 1 << 18
 
 
 def namespaces() -> dict:

@@ -98,11 +98,8 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     try:
         while pending:
             out = ws.child_dir()
-            blamed, why, reported = _one_child(server, ws, tasks, pending, broken, out, timeout_s)
-            for i in pending:
-                data = read_small(protocol.result_file(out, i))
-                if data is not None:
-                    results[i] = load_result(data)
+            found, blamed, why, reported = _one_child(server, ws, tasks, pending, broken, out, timeout_s)
+            results.update({i: load_result(data) for i, data in found.items()})
             layers = _layers(reported, ws, timeout_s)
             if not run.isolation or layers["files"] == PYTHON:  # the weakest child's, should they differ
                 run.isolation = layers
@@ -123,8 +120,6 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
                         if i not in results and tasks[i].callable == task.callable:
                             results[i] = error("NotRun", f"not run: the code this check calls crashed or hung "
                                                f"{STRIKES} times already, so the grader stopped calling it")
-            elif not any(i in results for i in pending):
-                raise GradingError(f"the grader's child process ended before any task: {_last_words(ws, out)}")
             pending = [i for i in pending if i not in results]
     finally:
         ws.remove()
@@ -141,8 +136,8 @@ def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
 
 
 def _one_child(server, ws, tasks, pending, broken, out, timeout_s):
-    """Run ``pending`` tasks in one child. Returns (index blamed for an early end, its error, what
-    the child reported of its isolation)."""
+    """Run ``pending`` tasks in one child. Returns (the results it wrote: index -> bytes, the index
+    blamed for an early end, its error, what the child reported of its isolation)."""
     job = protocol.Job(
         submission=str(ws.submission), sandbox=str(ws.root), secrets=[str(p) for p in workspace.secrets()],
         kit_parent=str(KIT_ROOT) if str(KIT_ROOT) not in workspace.site_paths() else None, uid=ws.uid, gid=ws.gid,
@@ -162,14 +157,14 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s):
         raise GradingError(f"the grader's child process failed to start ({stopped or _died(code, ws, out)})")
     # What the child wrote in its output folder after its set-up may be the submission's (it can write
     # there): which results exist decides what is blamed, never CURRENT's word alone.
-    missing = [i for i in pending if read_small(protocol.result_file(out, i)) is None]
+    found = {i: data for i in pending if (data := read_small(protocol.result_file(out, i))) is not None}
+    missing = [i for i in pending if i not in found]
     if not missing:
-        return None, None, layers
+        return found, None, None, layers
     current = _read_current(out)
     blamed = current if current in missing else missing[0]
-    if stopped is not None:
-        return blamed, _blame(tasks, blamed, stopped, timeout=True), layers
-    return blamed, _blame(tasks, blamed, _died(code, ws, out), timeout=False), layers
+    how = stopped if stopped is not None else _died(code, ws, out)
+    return found, blamed, _blame(tasks, blamed, how, timeout=stopped is not None), layers
 
 
 DONE_GRACE_S = 5.0  # for a child that has written its last result to end
@@ -280,23 +275,14 @@ class IsolationRequired(GradingError):
 def kernel_isolation() -> str | None:
     """None when a grading child here gets a kernel-enforced allow-list (Landlock, or as root a
     root of its own); else why not, in one sentence."""
-    from .world import landlock_abi
+    from .world import landlock_unavailable
 
-    landlock = "landlock" in protocol.KERNEL_LAYERS and landlock_abi() > 0
-    if landlock or (workspace.is_root() and "namespaces" in protocol.KERNEL_LAYERS and workspace.children_own_root()):
+    no_landlock = landlock_unavailable() if "landlock" in protocol.KERNEL_LAYERS else "Landlock is not tried"
+    if no_landlock is None or (workspace.is_root() and "namespaces" in protocol.KERNEL_LAYERS
+                               and workspace.children_own_root()):
         return None
-    return ("this machine gives graded code no kernel-enforced file system rule: its kernel has no Landlock "
-            "(Linux 5.13 or later, with landlock among its security modules, and not refused by a seccomp "
-            "filter)" + ("" if workspace.is_root() else ", and as an ordinary user only Landlock can do it")
-            + (", or the landlockpy package is not installed" if _landlock_bindings_missing() else ""))
-
-
-def _landlock_bindings_missing():
-    try:
-        import landlockpy  # noqa: F401
-    except ImportError:
-        return True
-    return False
+    return (f"this machine gives graded code no kernel-enforced file system rule: {no_landlock}"
+            + ("" if workspace.is_root() else ", and as an ordinary user only Landlock can do it"))
 
 
 def require_isolation():

@@ -123,7 +123,7 @@ def _mapped_files():
 
 # ---------------------------------------------------------------- layer 1: a root of its own
 
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MNT_DETACH = 1024, 2048, 1 << 21, 2
 _ST_RELATIME = 4096
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41}.get(platform.machine())
@@ -201,17 +201,32 @@ def _mount(source, target, fstype, flags, data=None):
 # ---------------------------------------------------------------- layer 2: Landlock
 
 
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version; 0 where there is none (an old kernel, Landlock off at
-    boot, a seccomp filter that refuses its calls, or the bindings not installed)."""
+def _bindings():
     try:
         import landlockpy
     except ImportError:
-        return 0
+        return None
+    return landlockpy
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 where there is none (an old kernel, Landlock off at
+    boot, a seccomp filter that refuses its calls, or the bindings not installed)."""
+    bindings = _bindings()
     try:
-        return landlockpy.abi_version()
+        return bindings.abi_version() if bindings is not None else 0
     except OSError:
         return 0
+
+
+def landlock_unavailable() -> str | None:
+    """Why a child here cannot have Landlock, in words; None when it can."""
+    if _bindings() is None:
+        return "the landlockpy package is not installed"
+    if landlock_abi() == 0:
+        return ("its kernel has no Landlock (Linux 5.13 or later, with landlock among its security modules, and "
+                "not refused by a seccomp filter)")
+    return None
 
 
 def landlock(world: World) -> int:
