@@ -21,7 +21,7 @@ def main(argv=None):
     g.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report, with pictures of the "
                    "submission's own attention, to FILE")
     g.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
-                   help="grade only stage N (repeatable)")
+                   help=STAGE_HELP)
     g.add_argument("--verbose", "-v", action="store_true",
                    help="list every check (by default: failed checks of the stages worked on)")
     _config_option(g)
@@ -35,7 +35,7 @@ def main(argv=None):
                    "(default: beside the CSV, its name with -results)")
     a.add_argument("--jobs", "-j", type=int, metavar="N", help="students graded at once (default: CPUs, at most 8)")
     a.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
-                   help="grade only stage N (repeatable; default: every stage)")
+                   help=STAGE_HELP)
     a.add_argument("--timeout", type=float, metavar="S", help="seconds one check may run (default: 10)")
     a.add_argument("--keep-records", action="store_true",
                    help="keep the records of an earlier version of the kit: grade only new and changed submissions "
@@ -68,7 +68,7 @@ def main(argv=None):
     gs = e_sub.add_parser("gradescope", help="a Gradescope autograder zip: setup.sh, run_autograder and the kit")
     gs.add_argument("--out", required=True, metavar="FILE", help="the zip to write, such as autograder.zip")
     gs.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
-                    help="grade only stage N (repeatable; default: the stages the course configuration names)")
+                    help=STAGE_HELP)
     _config_option(gs)
     cr = e_sub.add_parser("classroom", help="a GitHub Classroom template repository: the handout, its README, "
                           "requirements and .gitignore, and the autograding workflow")
@@ -79,6 +79,12 @@ def main(argv=None):
     ms.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="one folder, .zip or .ipynb per student")
     ms.add_argument("--out", required=True, metavar="DIR", help="a new folder")
     _config_option(ms, isolation=False)
+
+    k = sub.add_parser("config", help="the course configuration")
+    k_sub = k.add_subparsers(dest="action", required=True)
+    kc = k_sub.add_parser("check", help="print the table the course configuration gives (stages taught and given, "
+                          "each check's points, the totals) and its warnings, without grading")
+    _config_option(kc, isolation=False)
 
     args = parser.parse_args(argv)
     if _grades(args) and not sys.platform.startswith("linux"):  # before anything imports the sandbox
@@ -105,12 +111,16 @@ def main(argv=None):
             except IsolationRequired as exc:
                 print(f"attention-lab: {exc}", file=sys.stderr)
                 return 1
-        print(args.course.describe(), file=sys.stderr)
+        print(args.course.describe(verbose=getattr(args, "verbose", False)), file=sys.stderr)
+        for warning in args.course.warnings:
+            print(f"attention-lab: warning: {warning}", file=sys.stderr)
     return {"grade": _grade, "grade-all": _grade_all, "build": _build, "nbgrader": _nbgrader,
-            "export": _export}[args.command](args)
+            "export": _export, "config": _config}[args.command](args)
 
 
-CONFIGURED = {"grade", "grade-all", "nbgrader", "export"}  # the commands that read the course configuration
+STAGE_HELP = ("grade only stage N (repeatable; default: the stages the course configuration teaches, every stage "
+              "without one)")
+CONFIGURED = {"grade", "grade-all", "nbgrader", "export", "config"}  # the commands that read the course configuration
 
 
 def _grades(args) -> bool:
@@ -267,6 +277,13 @@ def _nbgrader(args):
     return 0
 
 
+def _config(args):
+    from .grading.config import effective_table
+
+    print(effective_table(args.course))
+    return 0
+
+
 def _export(args):
     from .errors import BuildError, UsageError
 
@@ -279,18 +296,18 @@ def _export(args):
 
 
 def _export_gradescope(args):
-    import dataclasses
-
     from .delivery.gradescope import CONFIG, export
     from .delivery.pins import torch_pin
 
-    config = dataclasses.replace(args.course, stages=tuple(_stages(args)))
+    config = args.course.teaching(_stages(args)) if args.stage else args.course
     names = export(args.out, config)
     package = [n for n in names if n.startswith("kit/autograder/")]
     print(f"wrote {args.out}: setup.sh (CPU {torch_pin()} in /autograder/venv), run_autograder, and "
           f"kit/ with autograder/ ({len(package)} files, golden data included), constraints.txt and {CONFIG}",
           file=sys.stderr)
-    print(f"it grades stage(s) {', '.join(map(str, config.stages))}: {config.max_points()} points, hidden checks "
+    given = f" (given: {', '.join(map(str, config.given))}, the kit's own code)" if config.given else ""
+    print(f"it grades stage(s) {', '.join(map(str, config.stages))}{given}: {config.max_points()} points, hidden "
+          "checks "
           f"shown {config.hidden}, leaderboard {'on' if config.leaderboard else 'off'}; upload it as the autograder "
           "of a Gradescope programming assignment (base image: Ubuntu 22.04 or later)", file=sys.stderr)
     return 0

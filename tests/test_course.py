@@ -143,3 +143,40 @@ def test_the_look_cell_draws_the_reference_and_asks_for_code_on_the_stubs(stage,
             assert drew == "drew" and int(count) >= 1 and set(eval(flagged)) == {0}, said.stdout  # nothing in red
         else:
             assert "Not written yet" in said.stdout, said.stdout
+
+
+GIVEN_COURSE = {"stages": [1, 2, 3, 4, 9], "given": [8]}
+
+
+def test_a_given_stage_has_no_notebook_and_ships_the_kits_code_which_autograde_puts_back(tmp_path):
+    from autograder.grading.config import given_code
+
+    config = from_data(GIVEN_COURSE)
+    files = planned_course(config=config)
+    assert sorted(rel for rel in files if rel.endswith(".ipynb")) == \
+        [f"{SOURCE}/{notebook_name(STAGES[n])}.ipynb" for n in (1, 2, 3, 4, 9)]
+    assert files[f"{SOURCE}/attention_lab/modern.py"].decode() == given_code(config)["modern"]
+    assert files[f"{SOURCE}/attention_lab/frontier.py"] == \
+        planned_files()[next(p for p in planned_files() if p.name == "frontier.py")]  # a taught stage: the stub
+    assert not found_solutions_in(files)
+    (tmp_path / "nbgrader_config.py").write_bytes(files["nbgrader_config.py"])
+    loaded = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
+    kept = set(loaded.Autograde.exclude_overwriting[DEFAULT_ASSIGNMENT])
+    assert "attention_lab/modern.py" not in kept and "attention_lab/frontier.py" in kept
+
+
+def found_solutions_in(files):
+    from autograder.markers import BEGIN, HIDDEN_BEGIN
+
+    return [rel for rel, content in files.items() if "/attention_lab/" in rel
+            and (BEGIN.encode() in content or HIDDEN_BEGIN.encode() in content)]
+
+
+def test_the_notebook_of_a_stage_built_on_a_given_one_opens_by_saying_so():
+    files = planned_course(config=from_data(GIVEN_COURSE))
+    intro = source_text(notebook(files, STAGES[9])["cells"][0])
+    opening = intro.split("\n\n")[1]
+    assert opening.startswith("**Stage 8 is given in this course.**") and "`attention_lab/modern.py`" in opening
+    assert "Stage 8 built" in intro.split("\n\n", 2)[2]  # the stage's own text follows
+    assert "given" not in source_text(notebook(files, STAGES[4])["cells"][0])
+    assert "given" not in source_text(notebook(planned_course(), STAGES[9])["cells"][0])

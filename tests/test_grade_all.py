@@ -115,6 +115,8 @@ def test_a_class_killed_twice_and_resumed_gives_the_csv_of_one_uninterrupted_run
     assert (straight.parent / "grades.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (straight.parent / "grades.txt").read_text() == stdout
     assert (straight.parent / "grades-checks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    written = [*straight.parent.glob("grades*.*"), *(straight.parent / "grades-results").glob("*.json")]
+    assert len(written) == 4 + 9 and {p.stat().st_mode & 0o777 for p in written} == {0o600}  # as the docs say
     # gus's hang is the one failure among the six who wrote stage 3; bob and cy never wrote it
     hung = [line for line in stdout.splitlines() if line.startswith("s3.causal.no_leak ")]
     assert hung and "1/6" in hung[0] and "timed out after 3 s" in hung[0] and "[2 not tried]" in hung[0], stdout

@@ -1,5 +1,6 @@
 """The Gradescope export, run as Gradescope runs it: unzipped into a folder laid out like
 /autograder, with run_autograder grading what lies in submission/."""
+import html
 import json
 import os
 import shutil
@@ -216,7 +217,10 @@ def test_a_failed_checks_picture_is_inline_html_in_its_output(exported, tmp_path
     by_id = {t["number"]: t for t in results["tests"]}
     leak = by_id["s3.causal.no_leak"]
     assert leak["status"] == "failed" and leak["output_format"] == "html"
-    assert leak["output"].startswith("<pre>") and 'data-picture="leak"' in leak["output"]
+    assert leak["output"].startswith('<pre style="white-space: pre-wrap">') and 'data-picture="leak"' in leak["output"]
+    said = html.unescape(leak["output"].partition(">")[2].partition("</pre>")[0])
+    assert max(map(len, said.splitlines())) <= 110, "a long line of feedback would be cut off in Gradescope's block"
+    assert "changing tokens" in " ".join(said.split())  # the words themselves, only wrapped
     assert 'src="data:image/svg+xml;base64,' in leak["output"] and "<script" not in leak["output"]
     passed = by_id["s1.scores_loop"]
     assert passed["status"] == "passed" and "output_format" not in passed

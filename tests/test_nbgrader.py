@@ -254,14 +254,25 @@ def test_feedback_shows_failed_checks_and_no_hidden_expected_value(course):
     failed = [r for r in grade(course / "submitted" / "carol" / ASSIGNMENT).results
               if r.stage == 3 and not r.passed]
     assert failed, "carol should fail a stage 3 check"
-    for r in failed:
-        assert r.feedback.splitlines()[0] in text, f"the feedback of {r.id} is not in carol's feedback"
+    for r in failed:  # wrapped at words: the page's blocks keep their lines as they are
+        assert " ".join(r.feedback.splitlines()[0].split()) in " ".join(text.split()), \
+            f"the feedback of {r.id} is not in carol's feedback"
+    assert_wrapped(course / "autograded" / "carol" / ASSIGNMENT / "stage3_causal.ipynb")
     hidden = hidden_numbers() - public_numbers()
     assert len(hidden) > 100, "the scan needs hidden numbers to look for"
     shown = set(re.findall(r"-?\d+\.\d{4}\b", text))
     assert not shown & hidden, f"carol's feedback shows hidden expected values: {sorted(shown & hidden)[:5]}"
     # the failed seeded check shows carol's own weights for the book's sentence (autograde's kernel path)
     assert "journey" in pictures_in(page), "no picture of carol's attention in her feedback"
+
+
+def assert_wrapped(notebook):
+    """The feedback of a failed check is wrapped at words: the page shows it in a block that does not
+    wrap by itself, so a long line would be cut off there."""
+    errors = [o for cell in json.loads(notebook.read_text())["cells"] for o in cell.get("outputs", [])
+              if o["output_type"] == "error"]
+    long = [line for o in errors for line in o["evalue"].splitlines() if len(line) > 110]
+    assert errors and not long, f"feedback lines that the page would cut off: {long[:2]}"
 
 
 def pictures_in(page):
@@ -330,8 +341,10 @@ def test_import_runs_no_kernel_and_feedback_shows_the_trusted_verdicts(imported)
     text = page_text(course / "feedback" / "carol" / ASSIGNMENT / "stage3_causal.html")
     failed = [r for r in grade(course / "submitted" / "carol" / ASSIGNMENT).results if r.stage == 3 and not r.passed]
     assert failed
-    for r in failed:
-        assert r.feedback.splitlines()[0] in text, f"the feedback of {r.id} is not in carol's feedback"
+    for r in failed:  # wrapped at words: the page's blocks keep their lines as they are
+        assert " ".join(r.feedback.splitlines()[0].split()) in " ".join(text.split()), \
+            f"the feedback of {r.id} is not in carol's feedback"
+    assert_wrapped(carol)
     assert "passed (" in text
     page = (course / "feedback" / "carol" / ASSIGNMENT / "stage3_causal.html").read_text()
     assert "journey" in pictures_in(page), "no picture of carol's attention in her imported feedback"

@@ -4,7 +4,8 @@
 
     nbgrader_config.py
     source/<assignment>/stage1_simple.ipynb ... (a notebook per stage of ``curriculum``)
-    source/<assignment>/attention_lab/*.py      the stubs (nbgrader copies modules untouched)
+    source/<assignment>/attention_lab/*.py      the stubs (nbgrader copies modules untouched), and the
+                                                kit's own code of a stage the course gives
     source/<assignment>/tests/                  the public self-checks
 
 One assignment with a notebook per stage, not an assignment per stage: the stages build on one
@@ -27,10 +28,10 @@ import re
 import shutil
 from pathlib import Path
 
-from ..curriculum import STAGES
+from ..curriculum import STAGE_OF, STAGES
 from ..delivery.nbgrader.pipelines import SANITIZE
 from ..errors import BuildError
-from ..grading.config import CourseConfig
+from ..grading.config import CourseConfig, given_code
 from ..grading.grade import plan
 from ..intake import notebooks
 from ..markers import BEGIN, HIDDEN_BEGIN, HIDDEN_END, solved
@@ -58,6 +59,7 @@ def planned_course(assignment: str = DEFAULT_ASSIGNMENT, root: Path = KIT_ROOT, 
     source = f"source/{assignment}"
     files = {CONFIG_BLOCK: nbgrader_config(assignment, config).encode()}
     stubs = {p.name: c for p, c in planned_files(root).items() if p.parent.name == "attention_lab"}
+    stubs.update({f"{m}.py": code.encode() for m, code in given_code(config, root=root).items()})
     for name, content in sorted(stubs.items()):
         files[f"{source}/attention_lab/{name}"] = content
     for path in sorted((root / "assignments" / "tests").glob("*.py")):
@@ -163,7 +165,9 @@ def hand_in(release: Path, folder: Path, modules: dict[str, str]) -> Path:
 def nbgrader_config(assignment: str, config=None) -> str:
     """attention-lab's block of ``nbgrader_config.py`` (``init_course`` merges it into the file)."""
     config = config or CourseConfig()
-    modules = sorted(f"attention_lab/{p}" for p in ["__init__.py", *(f"{s.module}.py" for s in STAGES.values())])
+    # A given stage's module is the kit's, not the student's: autograde puts the source's copy back.
+    modules = sorted(f"attention_lab/{p}" for p in ["__init__.py", *(f"{s.module}.py" for s in STAGES.values()
+                                                                     if s.number not in config.given)])
     timeout = max(worst_case_s(plan(config.checks({n}), {"cpu", "meta", "cuda"})) for n in config.stages)
     return f'''\
 {BEGIN_BLOCK}
@@ -176,7 +180,7 @@ c.CourseDirectory.course_id = "attention-lab"
 c.Execute.timeout = {int(timeout) + 1}
 
 # The students' modules are their work. At autograde nbgrader replaces every file that is not a
-# notebook with the source's copy (here: the stubs) unless it is listed here.
+# notebook with the source's copy (the stubs, and the kit's code of a given stage) unless it is listed here.
 c.Autograde.exclude_overwriting = {{{assignment!r}: {modules!r}}}
 
 # nbgrader copies modules into the release untouched: refuse to release one that holds solution
@@ -192,10 +196,12 @@ c.Autograde.sanitize_preprocessors = {SANITIZE!r}
 
 
 def stage_notebook(stage, solution: str, config=None) -> dict:
-    checks = (config or CourseConfig()).checks({stage.number})
+    config = config or CourseConfig()
+    checks = config.checks({stage.number})
     points = sum(c.points for c in checks)
+    given = [STAGE_OF[m] for m in config.given_modules({stage.number})]
     cells = [
-        _markdown(f"{stage.module}-intro", _intro(stage, solution, points, len(checks))),
+        _markdown(f"{stage.module}-intro", _intro(stage, solution, points, len(checks), given)),
         _code(f"{stage.module}-code", notebooks.module_cell(stage.module, solution), solution=True),
         _markdown(f"{stage.module}-selfcheck-intro", SELF_CHECK_TEXT),
         _code(f"{stage.module}-selfcheck", SELF_CHECK.format(n=stage.number)),
@@ -212,11 +218,23 @@ def stage_notebook(stage, solution: str, config=None) -> dict:
     return {"cells": cells, "metadata": KERNEL, "nbformat": 4, "nbformat_minor": 5}
 
 
-def _intro(stage, solution, points, n_checks):
+def _intro(stage, solution, points, n_checks, given=()):
+    """The notebook's opening: the module's docstring, after a word on each stage it builds on that
+    the course gives (its code is the kit's, already in attention_lab/)."""
     doc = ast.get_docstring(ast.parse(solution)) or ""
     body = re.sub(r"``([^`]+)``", r"`\1`", doc.partition("\n")[2].strip())  # reST literals -> Markdown
+    for m in given:
+        body = GIVEN_TEXT.format(m=m, module=STAGES[m].module, title=STAGES[m].title, n=stage.number) + body
     return INTRO.format(n=stage.number, title=stage.title, body=body, module=stage.module, points=points,
                         checks=n_checks)
+
+
+GIVEN_TEXT = """\
+**Stage {m} is given in this course.** You do not write it: `attention_lab/{module}.py` already
+holds the kit's own code of stage {m} ({title}), and this stage imports it. Stage {n} is
+graded with the kit's own `{module}.py`, whatever your copy holds.
+
+"""
 
 
 def _cell(cell_type, grade_id, source, nbgrader):

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 from ..curriculum import STAGES
-from ..grading.config import CourseConfig, shared
+from ..grading.config import CourseConfig, given_code, shared
 from ..paths import KIT_ROOT
 from .pins import CPU_WHEELS, torch_pin
 
@@ -104,12 +104,20 @@ def classroom_workflow(config: CourseConfig | None = None, root: Path = KIT_ROOT
     return "\n".join(lines) + "\n"
 
 
+def _users(config: CourseConfig, given: int) -> list[int]:
+    """The taught stages whose code imports the given stage's."""
+    return [n for n in config.stages if STAGES[given].module in STAGES[n].builds_on]
+
+
 def handout_readme(config: CourseConfig, root: Path = KIT_ROOT) -> str:
     rows = "\n".join(f"| {n} | {STAGES[n].title} | `attention_lab/{STAGES[n].module}.py` | {config.max_points(n)} |"
                      for n in config.stages)
     first = config.stages[0]
     every = ("plain `pytest` runs every stage" if set(config.stages) == set(STAGES) else  # the course's stages only
              "`-m \"" + " or ".join(f"stage{n}" for n in config.stages) + "\"` runs this course's stages")
+    given = "".join(f"\nStage {n} ({STAGES[n].title}) is given: `attention_lab/{STAGES[n].module}.py` holds the "
+                    f"kit's own code of it, which stage(s) {', '.join(map(str, _users(config, n)))} import. You do "
+                    "not write it; leave it as it is.\n" for n in config.given)
     return f"""\
 # Attention, stage by stage
 
@@ -119,7 +127,7 @@ modules of `attention_lab/`. Each module says what to write where it says `YOUR 
 | Stage | What you build | Where | Points |
 |---|---|---|---|
 {rows}
-
+{given}
 ## Set up and check yourself
 
     python -m pip install {torch_pin(root)} --index-url {CPU_WHEELS}
@@ -156,11 +164,13 @@ failed-pictures/
 
 
 def template_files(config: CourseConfig | None = None, root: Path = KIT_ROOT) -> dict[Path, str]:
-    """The files a template adds to the handout, relative path -> text."""
+    """The files a template adds to the handout, relative path -> text: with the kit's own code of each
+    stage the course gives in place of its stub."""
     config = config or CourseConfig()
     return {WORKFLOW: classroom_workflow(config, root), Path("README.md"): handout_readme(config, root),
             Path("requirements.txt"): REQUIREMENTS.format(index=CPU_WHEELS, torch=torch_pin(root)),
-            Path(".gitignore"): GITIGNORE}
+            Path(".gitignore"): GITIGNORE,
+            **{Path("attention_lab") / f"{m}.py": code for m, code in given_code(config, root=root).items()}}
 
 
 def export(out_dir, config: CourseConfig, root: Path = KIT_ROOT) -> list[Path]:

@@ -10,7 +10,8 @@ the image, then runs ``run_autograder`` as root for every submission, which must
   package the grader locks away from the student's code (chmod 0700) is that copy;
 - only the runtime package ``autograder/`` (its code and data: ``paths.runtime_files``) and
   ``constraints.txt``: grading needs nothing more (benchmarks, the zoo and tests live outside
-  it), and the students' code runs in the same container, so ``solutions/`` never goes in;
+  it), and the students' code runs in the same container, so ``solutions/`` never goes in: only the
+  reference of a stage the course gives (``kit/given/<module>.py``), which the students hold anyway;
 - torch at the version ``constraints.txt`` pins, from PyTorch's CPU index: Gradescope has no GPU,
   and the default index's torch brings gigabytes of CUDA libraries;
 - the stages to grade as data (``kit/gradescope.json``), so one kit serves any assignment;
@@ -30,7 +31,7 @@ import zipfile
 from pathlib import Path
 
 from ..paths import KIT_ROOT, runtime_files
-from .report import write_atomically, write_json
+from .report import wrapped, write_atomically, write_json
 
 CONFIG = "gradescope.json"
 
@@ -73,8 +74,14 @@ GRADER_FAILED = ("The autograder failed while grading this submission. This is n
 def export(out_zip, config):
     """Write the autograder zip to ``out_zip`` (atomically) for the course ``config`` (its stages,
     points and visibility, shipped in ``kit/gradescope.json``). Returns the names it holds."""
+    from ..errors import BuildError, GradingError
+    from ..grading.config import GIVEN, given_code
     from .pins import CPU_WHEELS, pin, torch_pin
 
+    try:
+        given = given_code(config)
+    except GradingError as exc:
+        raise BuildError(str(exc)) from None
     constraints = KIT_ROOT / "constraints.txt"
     files = {  # name in the zip: (content, mode)
         "setup.sh": (SETUP.format(index=CPU_WHEELS, torch=torch_pin(KIT_ROOT), landlock=pin("landlockpy", KIT_ROOT),
@@ -86,6 +93,8 @@ def export(out_zip, config):
     }
     for path in runtime_files():
         files["kit/" + path.relative_to(KIT_ROOT).as_posix()] = (path.read_bytes(), 0o644)
+    for module, code in given.items():  # the stages the course gives: graded with the kit's own code
+        files[f"kit/{GIVEN}/{module}.py"] = (code, 0o644)
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
@@ -139,8 +148,9 @@ def pictures_inline(data: dict) -> dict:
         if not extra:
             test.pop("extra_data", None)
         if drawn:
-            test["output"] = (f"<pre>{html.escape(test['output'])}</pre>" + "".join(
-                Picture(p["svg"], test["name"], kind=p["kind"], flagged=p["flagged"]).html() for p in drawn))
+            said = f'<pre style="white-space: pre-wrap">{html.escape(wrapped(test["output"]))}</pre>'
+            test["output"] = said + "".join(Picture(p["svg"], test["name"], kind=p["kind"], flagged=p["flagged"]).html()
+                                            for p in drawn)
             test["output_format"] = "html"
     return data
 

@@ -88,7 +88,7 @@ class HiddenChecks:
         self.started = False
 
     def pytest_report_header(self):
-        return [self.course.describe()]
+        return [self.course.describe(), *(f"warning: {w}" for w in self.course.warnings)]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session):

@@ -29,6 +29,13 @@ def untouched(results) -> bool:
 WIDTH, INDENT = 110, " " * 9  # a check's feedback under it: wrapped at words, never cut
 
 
+def wrapped(text: str, width: int = WIDTH - len(INDENT)) -> str:
+    """``text`` with each of its lines wrapped at words: for the preformatted blocks that Gradescope's
+    and nbgrader's HTML show feedback in, which do not wrap by themselves and cut a long line off."""
+    return "\n".join("\n".join(textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False)) or line
+                     for line in text.split("\n"))
+
+
 def render_table(results, seconds, verbose=False, color=False):
     """The table of a grading: a line per stage, and under a stage the student worked on, each
     check it failed with the first line of its feedback. A stage fully passed or not started is

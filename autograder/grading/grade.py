@@ -12,7 +12,7 @@ from ..curriculum import modules_for
 from ..intake.submission import opened
 from ..sandbox.protocol import Task
 from ..sandbox.runner import PYTHON, TASK_TIMEOUT_S, run_tasks
-from .config import CourseConfig
+from .config import CourseConfig, given_code
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
 from .judging import described, device_mismatch
@@ -92,7 +92,8 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
     """Grade ``submission`` (a path: see ``intake.submission``), in children forked by ``server``
     (a ``ForkServer``; by default one of its own). ``stages`` default to the stages the course
     teaches (``config``, a ``CourseConfig``; by default every stage), and of a notebook
-    submission to those its notebooks hold; points are the course's.
+    submission to those its notebooks hold; points are the course's. A given stage's module
+    (``config.given``) that the stages graded import is the kit's reference, whatever was handed in.
 
     ``pictures``: also draw the student's observations (``grading.pictures``): ``"all"`` (a report),
     or ``"failed"``: only those of probes with a failed check, all that feedback shows (grade-all,
@@ -108,6 +109,7 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
         if stages is None:
             stages = set(config.stages) & (sub.stages if sub.stages is not None else set(config.stages))
         checks = config.checks(stages)
+        sub.give(given_code(config, stages))  # what the child imports for a given stage is the kit's reference
         run = run_tasks(sub, plan(checks, devices), timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
                         required=config.require_isolation)
     _warn_once(run.isolation)

@@ -176,16 +176,54 @@ def check_leak(obs, what):
     expect(float(jac.diagonal().min()) > 0, f"{what}: the output at some position does not depend on its own token")
 
 
+def hidden_too_much(weights, visible):
+    """What a mask hides that it should not, in words, from attention weights of shape (batch, T, T)
+    after dropout (``visible``: (T, T), True where a query may see a key); "" when nothing. A weight that
+    is 0 in every sequence of the batch was hidden, not dropped (dropout keeps each with probability 1-p)."""
+    if weights.dim() != 3 or 0 in weights.shape:
+        return ""
+    finite = weights.isfinite()
+    if not bool(finite.all()):
+        nan_rows = (~finite).any(dim=-1)  # (batch, T)
+        t = int(nan_rows.any(dim=0).nonzero()[0])
+        if not bool((nan_rows == nan_rows[0]).all()):  # random: made by dropout, not by the mask
+            return (f"row {t} of the attention weights is nan in some sequences and not in others, so dropout "
+                    "makes it: dropout acts before the softmax, on the scores (a dropped -inf is -inf * 0 = nan); "
+                    "it belongs on the weights, after the softmax")
+        return (f"row {t} of the attention weights is nan in every sequence: every key it may see is hidden, so its "
+                f"softmax has nothing to share out (the mask hides too much; token {t} must see "
+                + (f"tokens 0 to {t}, itself included" if t else "itself") + ": is the diagonal hidden too?)")
+    never = visible & (weights == 0).all(dim=0)
+    if bool(never.any()) and not bool(never[visible].all()):  # all hidden: another message (forward gives zeros)
+        t, s = never.nonzero()[0].tolist()
+        return (f"row {t} gives token {s} ({'itself' if s == t else 'an earlier token'}) no weight in any of the "
+                f"{weights.shape[0]} sequences: the mask hides too much; a token sees every token up to itself"
+                + (" (is the diagonal hidden too?)" if s == t else ""))
+    return ""
+
+
 def check_dropout(out, p, what):
     """Judge the output of ``dropout_report``: see ``probes.common.dropout_weights``."""
     expect(out.dim() == 3, f"{what}: the output of a batch of shape (batch, tokens, dim) has shape "
            f"{tuple(out.shape)}; it should have 3 dimensions too")
     b, T, width = out.shape
-    expect(T > 1 and width == T + 1, f"{what}: output has shape {tuple(out.shape)}, expected (batch, {T}, {T + 1})")
+    expect(b > 0 and T > 1 and width == T + 1, f"{what}: output has shape {tuple(out.shape)}, expected "
+           f"({max(b, 1)}, {T}, {T + 1})")
     weights, total = out[..., :T].double(), out[..., T].double()
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool)).expand(b, T, T)
-    expect(bool((weights[~causal] == 0).all()),
-           f"{what}: in train mode some attention weight above the diagonal is nonzero (a future token is visible)")
+    # A mask can hide too much or too little; each has its own message, the first before the second,
+    # since a row with every key hidden is nan, and nan is not 0 above the diagonal either.
+    # nan is neither 0 nor weight: a row of nan is hidden_too_much's to name
+    hidden = hidden_too_much(weights, causal[0])
+    future_seen = bool(((weights != 0) & weights.isfinite())[~causal].any())
+    if hidden and future_seen:  # both at once: the mask hides the wrong tokens
+        raise Fail(f"{what}: in train mode {hidden}, and some weight above the diagonal is nonzero, so a future "
+                   "token is visible too: the mask hides the wrong tokens (the wrong way round: tril where triu "
+                   "belongs, or 0 and 1 swapped?)")
+    if hidden:
+        raise Fail(f"{what}: in train mode {hidden}")
+    expect(not future_seen, f"{what}: in train mode some attention weight above the diagonal "
+           "is nonzero: a future token is visible (the mask hides too little)")
     expect_finite(out, f"{what}: the output in train mode")
     uniform = (1.0 / torch.arange(1, T + 1, dtype=torch.float64)).view(1, T, 1).expand(b, T, T)
     kept = causal & (weights != 0)
@@ -230,6 +268,20 @@ def check_gradients(obs, what):
            "and not detached or replaced by a plain tensor?)")
 
 
+def expect_parameters(shapes, want, call, hint=""):
+    """``shapes`` (parameter name -> shape, from ``named_parameters``) are ``want``'s; otherwise the
+    check fails naming the first missing, extra or misshapen parameter (and ``hint``)."""
+    missing = [n for n in want if n not in shapes]
+    extra = [n for n in shapes if n not in want]
+    misshapen = [n for n in want if n in shapes and list(shapes[n]) != list(want[n])]
+    expect(not missing, f"{call} has no parameter {missing[0] if missing else ''}"
+           + (f" (nor {', '.join(missing[1:])})" if len(missing) > 1 else "") + hint)
+    expect(not extra, f"{call} has a parameter the contract does not: {', '.join(extra)}{hint}")
+    expect(not misshapen, f"{call}.{misshapen[0] if misshapen else ''} has shape "
+           f"{tuple(shapes[misshapen[0]]) if misshapen else ()}, expected "
+           f"{tuple(want[misshapen[0]]) if misshapen else ()}{hint}")
+
+
 def expect_finite(t, what, hint=""):
     if not bool(t.isfinite().all()):
         idx = (~t.isfinite()).nonzero()[0].tolist()
@@ -265,16 +317,31 @@ def check_padding(rep, real, what):
                    "(mask 0 = hidden, filled before the softmax)")
 
 
-def check_divisibility(obs, call, why):
-    """Judge ``raised``: ``call`` must raise ValueError with a message (``why``: what does not divide)."""
+def check_value_error(obs, call, why, in_forward=False):
+    """Judge ``raised``: ``call`` must raise ValueError (``why``: what is wrong with its arguments). The
+    message is the student's own: no length or wording is asked of it, as no docstring asks. ``in_forward``:
+    the call is a forward or a function, not a constructor that should refuse what forward cannot do."""
     r = get(obs)
     expect(r["raised"] != "AssertionError", f"{call} raised AssertionError; raise ValueError instead "
            "(asserts vanish under python -O)")
     expect(r["raised"] in ("ValueError", ""), f"{call} should raise ValueError ({why}); it raised "
            f"{r['raised']} instead: {r['message']}")
-    expect(r["raised"] == "ValueError", f"{call} should raise ValueError ({why}), but it did not: without the "
-           "check the mistake surfaces later, in forward, far from its cause")
-    expect(len(r["message"]) >= 10, f"the ValueError of {call} should say what is wrong ({why})")
+    expect(r["raised"] == "ValueError", f"{call} should raise ValueError ({why}), but it did not"
+           + ("" if in_forward else ": without the check the mistake surfaces later, in forward, far from its cause"))
+
+
+def check_context_edges(fits, past, layer, cached, context):
+    """A layer holding a cache of ``cached`` tokens in a context of ``context``: fed the tokens that fill
+    it exactly (``fits``: ``raised``, and ``held``, the tokens its cache held) it must not raise, and fed
+    one token more (``past``) it must raise ValueError. A fit refused by a cache that held more than it
+    was fed is not this check's: the cache checks name that."""
+    more = context - cached
+    expect(not fits["raised"] or fits["held"] != cached, f"{layer} fed {more} tokens after a cache of {cached} raised "
+           f"{fits['raised']} ({fits['message']}); {cached} + {more} tokens fill context_length {context} exactly, "
+           "which is allowed")
+    check_value_error(past, f"{layer} fed {more + 1} tokens after a cache of {cached}",
+                      f"{cached} + {more + 1} tokens exceed context_length {context}: the cached tokens count",
+                      in_forward=True)
 
 
 def check_inverted_dropout(out, undropped, p, what, where):

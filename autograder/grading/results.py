@@ -224,4 +224,5 @@ class Record:
         record of an earlier kit is kept, so that a fixed kit grades only the rows it must."""
         if self.regrade:
             return False
-        return all(self.extra.get(k) == v for k, v in key.items() if not (keep_records and k == "kit"))
+        unset = {"given": []}  # a record made before the course could give stages: none were given
+        return all(self.extra.get(k, unset.get(k)) == v for k, v in key.items() if not (keep_records and k == "kit"))

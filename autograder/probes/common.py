@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.nn as nn
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -136,17 +137,28 @@ def randn(*shape, seed, scale=1.0):
     return torch.randn(*shape, generator=generator(seed)) * scale
 
 
-def load_by_name(module, weights):
+def load_by_name(module, weights, spare_biases=False):
     """Copy known values into the parameters named in ``weights`` (e.g. ``"W_query.weight"``).
 
     Looking weights up by name judges the forward pass apart from the order in which
     ``__init__`` created (and randomly initialised) them.
+
+    ``spare_biases``: which projections have a bias is not what the calling check is about, because
+    a structure check of the same layer judges it (each concept is priced once, in the check about it;
+    docs/checks.md). True for every ``nn.Linear``, or the names of the layers meant (``("out_proj",)``,
+    matched as the end of a layer's path). So a spared ``nn.Linear`` of the student's that lacks a bias the
+    weights name is given it, and one with a bias the weights do not name gets a zero bias: the check then
+    measures its own concept on the layer as the contract would have it, instead of failing for a missing
+    piece.
     """
+    named = set(weights)
     for name, value in weights.items():
         owner, own = _students(module, name)
         try:
             param = module.get_parameter(name)
         except AttributeError:
+            if _spared(name.rpartition('.')[0], spare_biases) and _give_bias(module, name, value):
+                continue
             raise ProbeError(f"{type(owner).__name__} has no parameter named {own!r}") from None
         if tuple(param.shape) != tuple(value.shape):
             raise ProbeError(
@@ -154,7 +166,35 @@ def load_by_name(module, weights):
             )
         with torch.no_grad():
             param.copy_(value.to(param.device, param.dtype))
+    if spare_biases:
+        for prefix, sub in module.named_modules():
+            if (isinstance(sub, nn.Linear) and isinstance(sub.bias, torch.Tensor) and _spared(prefix, spare_biases)
+                    and f"{prefix}.weight" in named and f"{prefix}.bias" not in named):
+                with torch.no_grad():
+                    sub.bias.zero_()
     return module
+
+
+def _spared(layer, spare_biases):
+    if spare_biases is True:
+        return True
+    return any(layer == n or layer.endswith("." + n) for n in spare_biases or ())
+
+
+def _give_bias(module, name, value):
+    """Give the ``nn.Linear`` that ``name`` (``"out_proj.bias"``) belongs to the bias it lacks, set
+    to ``value``; False where ``name`` is not the missing bias of an ``nn.Linear``."""
+    prefix, _, leaf = name.rpartition(".")
+    try:
+        linear = module.get_submodule(prefix)
+    except AttributeError:
+        return False
+    if leaf != "bias" or not isinstance(linear, nn.Linear) or linear.bias is not None:
+        return False
+    if tuple(value.shape) != (linear.out_features,):
+        return False
+    linear.bias = nn.Parameter(value.to(linear.weight.device, linear.weight.dtype))
+    return True
 
 
 def _students(module, name):
@@ -282,12 +322,13 @@ def dropout_report(module, device, train=True, seed=0, width=DROPOUT_TOKENS, mas
     return plain(out, "the output of forward in train mode")
 
 
-def eval_report(build, weights, device, d_in=5):
-    """Eval mode: two calls agree, and p > 0 gives what p = 0 gives with the same weights."""
+def eval_report(build, weights, device, d_in=5, spare_biases=False):
+    """Eval mode: two calls agree, and p > 0 gives what p = 0 gives with the same weights
+    (loaded by ``load_by_name``, with ``spare_biases``)."""
     x = randn(2, 6, d_in, seed=21).to(device)
     outs = {}
     for name, p in (("dropout", DROPOUT_P), ("no_dropout", 0.0)):
-        m = load_by_name(build(p), weights).to(device).eval()
+        m = load_by_name(build(p), weights, spare_biases).to(device).eval()
         torch.manual_seed(1)
         first = plain(m(x.clone()))
         torch.manual_seed(2)
@@ -360,9 +401,10 @@ def left_behind(module, device):
     return sorted(found)
 
 
-def device_report(build, weights, device, d_in):
-    """Move a module to ``device``: where do its tensors go, and what does forward meet there?"""
-    module = load_by_name(build(), weights)
+def device_report(build, weights, device, d_in, spare_biases=False):
+    """Move a module to ``device``: where do its tensors go, and what does forward meet there?
+    (``weights`` loaded by ``load_by_name``, with ``spare_biases``.)"""
+    module = load_by_name(build(), weights, spare_biases)
     x = randn(2, 5, d_in, seed=31)
     module.eval()
     # Its own numbers on the CPU, to compare with the device's; code that fails here is the numeric checks' to judge.
@@ -393,7 +435,9 @@ def state_dict_report(build, device, d_in):
     """Change the mask, save the state_dict on ``device``, load it on the CPU into a fresh module.
 
     The change hides token 0 from the last token (any dtype of mask: set that entry to 1/True),
-    so a reloaded module gives the same output only if the changed mask came back with it.
+    so a reloaded module gives the same output only if the changed mask came back with it. A mask
+    that hides it already (the wrong way round, which ``mask_buffer`` prices) shows it instead
+    (``flipped_to`` 0): the change must make a difference, or this check would blame the buffer.
     """
     module = build().to(device).eval()
     mask = getattr(module, "mask", None)
@@ -402,8 +446,9 @@ def state_dict_report(build, device, d_in):
     last = mask.shape[0] - 1
     x = randn(2, mask.shape[0], d_in, seed=41)
     before = plain(module(x.to(device).clone()))
+    flipped = 0 if bool(mask[last, 0] != 0) else 1
     with torch.no_grad():
-        mask[last, 0] = 1
+        mask[last, 0] = flipped
     changed = plain(module(x.to(device).clone()))
     buf = io.BytesIO()
     torch.save(module.state_dict(), buf)
@@ -417,6 +462,7 @@ def state_dict_report(build, device, d_in):
         "reloaded_out": plain(fresh(x.clone())),
         "changed_out": changed,
         "before_change_out": before,
+        "flipped_to": flipped,
     }
 
 

@@ -62,9 +62,9 @@ def causal_seeded(lab, device):
 X = randn(2, 6, D_IN, seed=4)  # 6 tokens in a context of 8
 
 
-def known_forward(build, bias, device, prefix=""):
-    module = build({"bias": bias})
-    load_by_name(module, qkv_weights(D_IN, D_OUT, seed=80, bias=bias, prefix=prefix))
+def known_forward(build, bias, device, prefix="", d_out=D_OUT):
+    module = build({"bias": bias, "d_out": d_out})
+    load_by_name(module, qkv_weights(D_IN, d_out, seed=80, bias=bias, prefix=prefix))
     return forward(module.to(device).eval(), X.to(device))
 
 

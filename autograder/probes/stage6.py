@@ -9,6 +9,8 @@ PROBES = Probes()
 
 DIM, HEADS = 8, 2
 X = randn(3, 5, DIM, seed=60)
+WIDE = 18  # 3 heads of 6
+X_WIDE = randn(2, 4, WIDE, seed=66)
 QKV = ("q", "k", "v")
 PROJ = ("q_proj", "k_proj", "v_proj", "o_proj")
 
@@ -20,10 +22,10 @@ PAIRS[2, 3:, 1:3] = 1  # differs from every broadcast of a (batch, seq) mask
 ALL_PADDED = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [0, 0, 0, 0, 0]])
 
 
-def separate_weights(names, seed):
+def separate_weights(names, seed, dim=DIM):
     weights = {}
     for i, name in enumerate(names):
-        weights.update(linear_weights(name, DIM, DIM, seed + 10 * i, bias=True))
+        weights.update(linear_weights(name, dim, dim, seed + 10 * i, bias=True))
     return weights
 
 
@@ -48,19 +50,23 @@ def _run(module, device, x=X, mask=None):
 def masked_softmax(lab, device):
     scores = randn(3, 5, 5, seed=61, scale=3.0)
 
-    def run(mask):
-        return plain(lab.practical.masked_softmax(scores.to(device).clone(),
+    def run(mask, dtype=torch.float32):
+        return plain(lab.practical.masked_softmax(scores.to(device, dtype, copy=True),
                                                   None if mask is None else mask.to(device)), "masked_softmax(...)")
 
     return {"none": attempt(run, None), "keys": attempt(run, KEYS.unsqueeze(1)), "pairs": attempt(run, PAIRS),
-            "all_hidden": attempt(run, ALL_PADDED.unsqueeze(1))}
+            "all_hidden": attempt(run, ALL_PADDED.unsqueeze(1)),
+            # "the dtype's most negative finite number": float32's is -inf in bfloat16, where a fill of
+            # float32's minimum turns a fully hidden row to nan again
+            "all_hidden_bfloat16": attempt(run, ALL_PADDED.unsqueeze(1), torch.bfloat16)}
 
 
 @PROBES.add("s6.fused.known_weights", golden=True)
 def fused_known(lab, device):
     """Packed weights; the reference's output equals three separate projections (the kit's tests hold that)."""
     def run():
-        return _run(load_by_name(_module(lab, "SelfAttentionFused", DIM), packed_weights(620)), device)
+        module = load_by_name(_module(lab, "SelfAttentionFused", DIM), packed_weights(620), spare_biases=True)
+        return _run(module, device)
 
     return {"fused": attempt(run)}
 
@@ -175,16 +181,20 @@ MHSA_CASES = {"none": None, "keys": KEYS[:, None, None, :], "shared": torch.tril
 @PROBES.add("s6.mhsa.known_weights", golden=True)
 def mhsa_known(lab, device):
     def run(mask):
-        return _run(load_by_name(mhsa(lab), separate_weights(PROJ, 670)), device, mask=mask)
+        return _run(load_by_name(mhsa(lab), separate_weights(PROJ, 670), spare_biases=True), device, mask=mask)
 
-    return {name: attempt(run, mask) for name, mask in MHSA_CASES.items()}
+    def wide():  # heads 6 wide: head_dim * 0.5 (3) is not sqrt(head_dim), as it is for the other cases' 4
+        module = load_by_name(mhsa(lab, dim=WIDE, heads=3), separate_weights(PROJ, 675, dim=WIDE), spare_biases=True)
+        return _run(module, device, x=X_WIDE)
+
+    return {**{name: attempt(run, mask) for name, mask in MHSA_CASES.items()}, "heads_of_6": attempt(wide)}
 
 
 @PROBES.add("s6.mhsa.broadcast")
 def mhsa_broadcast(lab, device):
     """(batch, 1, 1, seq) must act like its expansion to every head and query."""
     def run():
-        module = load_by_name(mhsa(lab), separate_weights(PROJ, 680))
+        module = load_by_name(mhsa(lab), separate_weights(PROJ, 680), spare_biases=True)
         return {"keys": _run(module, device, mask=KEYS[:, None, None, :]),
                 "expanded": _run(module, device, mask=KEYS[:, None, None, :].expand(3, HEADS, 5, 5).contiguous())}
 
@@ -194,7 +204,7 @@ def mhsa_broadcast(lab, device):
 @PROBES.add("s6.mhsa.padding")
 def mhsa_padding(lab, device):
     def run():
-        module = load_by_name(mhsa(lab), separate_weights(PROJ, 690))
+        module = load_by_name(mhsa(lab), separate_weights(PROJ, 690), spare_biases=True)
         return padding_report(lambda x, mask: _run(module, device, x, mask), X, KEYS == 0,
                               KEYS[:, None, None, :], ALL_PADDED[:, None, None, :])
 
@@ -239,7 +249,7 @@ def mhsa_dropout(lab, device):
     def run():
         weights = dropout_weights(T, names=PROJ[:3], square=True)
         weights.update({"o_proj.weight": torch.eye(T + 1), "o_proj.bias": torch.zeros(T + 1)})
-        module = load_by_name(mhsa(lab, dropout=DROPOUT_P, dim=T + 1, heads=1), weights)
+        module = load_by_name(mhsa(lab, dropout=DROPOUT_P, dim=T + 1, heads=1), weights, spare_biases=True)
         return dropout_report(module, device, width=T + 1, mask=causal_mask(0))
 
     return {"out": attempt(run)}
@@ -247,7 +257,8 @@ def mhsa_dropout(lab, device):
 
 @PROBES.add("s6.mhsa.eval")
 def mhsa_eval(lab, device):
-    return attempt(eval_report, lambda p: mhsa(lab, dropout=p), separate_weights(PROJ, 700), device, d_in=DIM)
+    return attempt(eval_report, lambda p: mhsa(lab, dropout=p), separate_weights(PROJ, 700), device, d_in=DIM,
+                   spare_biases=True)
 
 
 @PROBES.add("s6.gradients")

@@ -98,6 +98,11 @@ def mha(lab, h=H, d=D, dropout=0.0):
     return lab.transformer.MultiHeadedAttention(h, d, dropout)
 
 
+# The attention's four projections, in every layer that holds one: s7.mha.structure judges which have a
+# bias, and every other check spares them (``load_by_name``), so that one slip costs one check.
+MHA_LINEARS = tuple(f"linears.{i}" for i in range(4))
+
+
 X5 = randn(2, 5, D, seed=74)
 XQ, MEMORY = randn(2, 3, D, seed=75), randn(2, 6, D, seed=76)
 PAD5 = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
@@ -126,7 +131,7 @@ def _attend(module, device, query, kv, mask):
 @PROBES.add("s7.mha.oracle")
 def mha_oracle(lab, device):
     def run(h, seed, query, kv, mask):
-        return _attend(load_by_name(mha(lab, h), mha_weights(seed)), device, query, kv, mask)
+        return _attend(load_by_name(mha(lab, h), mha_weights(seed), spare_biases=MHA_LINEARS), device, query, kv, mask)
 
     return {name: attempt(run, *case) for name, case in MHA_CASES.items()}
 
@@ -135,7 +140,7 @@ def mha_oracle(lab, device):
 def mha_cross(lab, device):
     """Queries from one sequence, keys and values from another of a different length."""
     def run():
-        module = load_by_name(mha(lab), mha_weights(730))
+        module = load_by_name(mha(lab), mha_weights(730), spare_biases=MHA_LINEARS)
         moved_query = XQ.clone()
         moved_query[:, 1] += randn(2, D, seed=77, scale=3.0)
         other_memory = MEMORY + randn(2, 6, D, seed=78)
@@ -152,11 +157,16 @@ ALL_PADDED5 = torch.tensor([[1, 1, 1, 1, 1], [0, 0, 0, 0, 0]])
 @PROBES.add("s7.mha.padding")
 def mha_padding(lab, device):
     def run():
-        module = load_by_name(mha(lab), mha_weights(740))
+        module = load_by_name(mha(lab), mha_weights(740), spare_biases=MHA_LINEARS)
         return padding_report(lambda x, mask: _attend(module, device, x, x, mask), X5, PAD5 == 0,
                               PAD5.unsqueeze(1), ALL_PADDED5.unsqueeze(1))
 
     return attempt(run)
+
+
+@PROBES.add("s7.mha.structure")
+def mha_structure(lab, device):
+    return attempt(lambda: {name: list(p.shape) for name, p in mha(lab, h=2, d=8).named_parameters()})
 
 
 @PROBES.add("s7.mha.divisibility")
@@ -184,7 +194,7 @@ def mha_dropout(lab, device):
     def run():
         weights = dropout_weights(T, prefix="linears.", names=("0", "1", "2"), square=True)
         weights.update({"linears.3.weight": torch.eye(T + 1), "linears.3.bias": torch.zeros(T + 1)})
-        module = load_by_name(mha(lab, h=1, d=T + 1, dropout=DROPOUT_P), weights)
+        module = load_by_name(mha(lab, h=1, d=T + 1, dropout=DROPOUT_P), weights, spare_biases=MHA_LINEARS)
         causal = torch.tril(torch.ones(1, T, T, dtype=torch.long))
         return dropout_report(SelfAttend(module), device, width=T + 1, mask=causal)
 
@@ -334,7 +344,7 @@ ENCODER_CASES = {"no_mask": None, "padded": PAD5.unsqueeze(1)}
 @PROBES.add("s7.encoder.oracle")
 def encoder_oracle(lab, device):
     def run(mask):
-        module = load_by_name(encoder(lab), encoder_weights(800)).to(device).eval()
+        module = load_by_name(encoder(lab), encoder_weights(800), spare_biases=MHA_LINEARS).to(device).eval()
         return plain(module(X5.to(device).clone(), None if mask is None else mask.to(device)), "the output of forward")
 
     return {name: attempt(run, mask) for name, mask in ENCODER_CASES.items()}
@@ -342,7 +352,8 @@ def encoder_oracle(lab, device):
 
 @PROBES.add("s7.encoder.eval")
 def encoder_eval(lab, device):
-    return attempt(eval_report, lambda p: encoder(lab, p), encoder_weights(810), device, d_in=D)
+    return attempt(eval_report, lambda p: encoder(lab, p), encoder_weights(810), device, d_in=D,
+                   spare_biases=MHA_LINEARS)
 
 
 TGT = randn(2, 4, D, seed=80)
@@ -361,7 +372,7 @@ def _decode(module, device, x, memory, src_mask, tgt_mask):
 @PROBES.add("s7.decoder.oracle")
 def decoder_oracle(lab, device):
     def run(src_mask, tgt_mask):
-        module = load_by_name(decoder(lab), decoder_weights(820))
+        module = load_by_name(decoder(lab), decoder_weights(820), spare_biases=MHA_LINEARS)
         return _decode(module, device, TGT, MEMORY, src_mask, tgt_mask)
 
     return {name: attempt(run, *masks) for name, masks in DECODER_CASES.items()}
@@ -371,7 +382,7 @@ def decoder_oracle(lab, device):
 def decoder_cross_source(lab, device):
     """What the decoder hands to ``src_attn``: queries from itself, keys and values from memory."""
     def run():
-        module = load_by_name(decoder(lab), decoder_weights(830))
+        module = load_by_name(decoder(lab), decoder_weights(830), spare_biases=MHA_LINEARS)
         src_attn = getattr(module, "src_attn", None)
         if not isinstance(src_attn, nn.Module):
             raise ProbeError("DecoderLayer has no module named src_attn")
@@ -410,13 +421,17 @@ class WithMemory(nn.Module):
 
 @PROBES.add("s7.decoder.leak")
 def decoder_leak(lab, device):
-    return attempt(lambda: leak_report(WithMemory(load_by_name(decoder(lab), decoder_weights(840))), D, 5, device))
+    def module():
+        return WithMemory(load_by_name(decoder(lab), decoder_weights(840), spare_biases=MHA_LINEARS))
+
+    return attempt(lambda: leak_report(module(), D, 5, device))
 
 
 @PROBES.add("s7.decoder.eval")
 def decoder_eval(lab, device):
     weights = {f"layer.{name}": value for name, value in decoder_weights(870).items()}
-    return attempt(eval_report, lambda p: WithMemory(decoder(lab, p)), weights, device, d_in=D)
+    return attempt(eval_report, lambda p: WithMemory(decoder(lab, p)), weights, device, d_in=D,
+                   spare_biases=MHA_LINEARS)
 
 
 def constant_sublayers(weights):
@@ -435,7 +450,7 @@ def constant_sublayers(weights):
 @PROBES.add("s7.layers.sublayer_dropout")
 def sublayer_dropout(lab, device):
     def run(layer, weights):
-        module = load_by_name(layer, constant_sublayers(weights)).to(device)
+        module = load_by_name(layer, constant_sublayers(weights), spare_biases=MHA_LINEARS).to(device)
         x = X5.to(device)
         out = {}
         for mode in ("eval", "train"):

@@ -70,6 +70,9 @@ def rope_apply(lab, device):
         lab.frontier.apply_rope(x, cos, sin, 2)  # x itself, not rotate's copy: is it the same afterwards?
         return plain(x, "x after apply_rope")
 
+    def rotate_within(offset, rows=6):
+        return lab.frontier.apply_rope(Q.to(device, copy=True), cos[:rows], sin[:rows], offset)
+
     def relative():
         q, k = randn(1, 1, 1, 8, seed=92), randn(1, 1, 1, 8, seed=93)
         return torch.tensor([float((plain(rotate(q, m)) * plain(rotate(k, n))).sum()) for m, n in RELATIVE])
@@ -80,7 +83,10 @@ def rope_apply(lab, device):
             "bfloat16": attempt(lambda: str(rotate(Q.to(torch.bfloat16), 1).dtype).replace("torch.", "")),
             "relative": attempt(relative),
             "past_end": attempt(raised, lambda: lab.frontier.apply_rope(Q.to(device, copy=True), cos[:4], sin[:4]),
-                                any_error=True)}
+                                any_error=True),
+            # the edges with an offset: 5 tokens from position 1 fill 6 rows exactly; from 2 they are one past
+            "offset_fits": attempt(raised, lambda: rotate_within(1), any_error=True),
+            "offset_past": attempt(raised, lambda: rotate_within(2), any_error=True)}
 
 
 def rope_gqa(lab, bias=True, context=CONTEXT, **options):
@@ -89,7 +95,7 @@ def rope_gqa(lab, bias=True, context=CONTEXT, **options):
 
 def known_rope_gqa(lab, device, **options):
     weights = gqa_weights(HEADS, KV_HEADS, True, d_in=DIM, d_out=DIM, seed=900)
-    return load_by_name(rope_gqa(lab, **options), weights).to(device).eval()
+    return load_by_name(rope_gqa(lab, **options), weights, spare_biases=True).to(device).eval()
 
 
 @PROBES.add("s9.ropegqa.known", golden=True)
@@ -114,6 +120,18 @@ def rope_gqa_cache(lab, device):
     return {"steps": attempt(steps, (1,) * FULL), "pieces": attempt(lambda: steps(PIECES)["out"]), "full": full}
 
 
+@PROBES.add("s9.ropegqa.limits")
+def rope_gqa_limits(lab, device):
+    """The context edges with a cache, in a context of 10: 6 tokens then 4 fill it exactly, 6 then 5 are one past."""
+    def after_six(more):
+        module = rope_gqa(lab, context=10).to(device).eval()
+        _, kept = split(module(X[:, :6].to(device).clone()))
+        return {**raised(lambda: module(X[:, 6:6 + more].to(device).clone(), kept), any_error=True),
+                "held": kept[0].shape[2] if kept[0].dim() == 4 else -1}  # as in stage 8's probe
+
+    return {"fits": attempt(after_six, 4), "past": attempt(after_six, 5)}
+
+
 @PROBES.add("s9.ropegqa.tables")
 def rope_gqa_tables(lab, device):
     """Where the tables are after ``.to(device)``, what the state_dict holds, and whether forward runs there."""
@@ -127,6 +145,23 @@ def rope_gqa_tables(lab, device):
         return {"tables": tables, "state_dict": sorted(module.state_dict()), "forward": out}
 
     return attempt(run)
+
+
+@PROBES.add("s9.structure")
+def layer_structure(lab, device):
+    """The parameters of the rotary and sliding-window layers, with and without qkv biases, and those of
+    the student's own GroupedQueryAttention with the same arguments (the rotary layer extends it)."""
+    def parameters(build):
+        return {name: list(p.shape) for name, p in build().named_parameters()}
+
+    report = {}
+    for bias in (True, False):
+        key = "bias" if bias else "no_bias"
+        report[f"rope_gqa_{key}"] = attempt(parameters, lambda: rope_gqa(lab, bias=bias))
+        report[f"gqa_{key}"] = attempt(parameters, lambda: lab.modern.GroupedQueryAttention(
+            DIM, DIM, CONTEXT, HEADS, KV_HEADS, qkv_bias=bias))
+        report[f"swa_{key}"] = attempt(parameters, lambda: swa(lab, bias=bias))
+    return report
 
 
 # ---------------------------------------------------------------- sliding windows
@@ -144,7 +179,7 @@ def swa_as_mha(lab, device):
     """A window as long as the context, with stage 4's known weights: must give stage 4's outputs."""
     def run(heads, d_out, bias):
         weights = {k: v for k, v in mha_weights(d_out, bias).items() if k != "mask"}
-        module = load_by_name(swa(lab, D_IN, d_out, 8, heads, window=8, bias=bias), weights)
+        module = load_by_name(swa(lab, D_IN, d_out, 8, heads, window=8, bias=bias), weights, spare_biases=True)
         return plain(split(module.to(device).eval()(X4.to(device).clone()))[0], "the output of forward")
 
     return {"heads2": attempt(run, 2, 4, False), "heads3_bias": attempt(run, 3, 6, True)}
@@ -152,7 +187,8 @@ def swa_as_mha(lab, device):
 
 @PROBES.add("s9.swa.band")
 def swa_band(lab, device):
-    return attempt(lambda: leak_report(Output(swa(lab, context=9, window=BAND_WINDOW)), DIM, 9, device))
+    # context one longer than the input (here and for dropout): the edge is s9.swa.errors' to judge
+    return attempt(lambda: leak_report(Output(swa(lab, context=10, window=BAND_WINDOW)), DIM, 9, device))
 
 
 def rolling(module, x, pieces, device):
@@ -175,11 +211,25 @@ def rolling(module, x, pieces, device):
 @PROBES.add("s9.swa.cache", golden=True)
 def swa_cache(lab, device):
     def known():
-        return load_by_name(swa(lab, bias=True), swa_weights()).to(device).eval()
+        return load_by_name(swa(lab, bias=True), swa_weights(), spare_biases=True).to(device).eval()
+
+    def past_context(tokens=10, window=3):
+        module = load_by_name(swa(lab, context=6, window=window, bias=True), swa_weights(), spare_biases=True)
+        module = module.to(device).eval()
+        alone = [plain(split(module(X[:, max(0, t - window + 1):t + 1].to(device).clone()))[0][:, -1:])
+                 for t in range(tokens)]
+        try:
+            decoded = rolling(module, X[:, :tokens], (1,) * tokens, device)["out"]
+        except ValueError as exc:  # refused: named by the check, which the contract's sentence answers
+            return {"refused": f"ValueError: {str(exc)[:200]}"}
+        return {"decoded": decoded, "alone": torch.cat(alone, 1)}
 
     return {"full": attempt(lambda: plain(split(known()(X.to(device).clone()))[0], "the output of forward")),
             "steps": attempt(rolling, known(), X, (1,) * X.shape[1], device),
             "pieces": attempt(rolling, known(), X, (5, 4, 3, 1), device),
+            # past context_length, as the contract allows with a cache: 10 tokens one by one in a context of 6,
+            # and what each token's window alone gives (a band has no positions: the last 3 tokens are all it sees)
+            "past_context": attempt(past_context),
             # window 1 keeps nothing: where k[:, :, -(window - 1):] keeps everything
             "window1": attempt(lambda: rolling(swa(lab, window=1).to(device).eval(), X[:, :4], (1,) * 4,
                                                device)["held"])}
@@ -189,7 +239,8 @@ def swa_cache(lab, device):
 def swa_errors(lab, device):
     return {"window0": attempt(raised, lambda: swa(lab, window=0)),
             "divisible": attempt(raised, lambda: swa(lab, d_out=10)),
-            "too_long": attempt(raised, lambda: swa(lab, context=6)(X[:, :7].to(device).clone()), any_error=True)}
+            "too_long": attempt(raised, lambda: swa(lab, context=6)(X[:, :7].to(device).clone()), any_error=True),
+            "fits": attempt(raised, lambda: swa(lab, context=6)(X[:, :6].to(device).clone()), any_error=True)}
 
 
 SWA_SHAPES = [
@@ -212,8 +263,8 @@ def swa_dropout(lab, device):
     T = DROPOUT_TOKENS
 
     def run():
-        module = swa(lab, T, T + 1, T, 1, window=T, dropout=DROPOUT_P)
-        return dropout_report(Output(load_by_name(module, shown_weights(T))), device)
+        module = swa(lab, T, T + 1, T + 1, 1, window=T, dropout=DROPOUT_P)
+        return dropout_report(Output(load_by_name(module, shown_weights(T), spare_biases=True)), device)
 
     return {"out": attempt(run)}
 
@@ -221,7 +272,8 @@ def swa_dropout(lab, device):
 @PROBES.add("s9.swa.eval")
 def swa_eval(lab, device):
     weights = gqa_weights(2, 2, False, d_in=5, d_out=4, seed=960, prefix="inner.")
-    return attempt(eval_report, lambda p: Output(swa(lab, 5, 4, 8, 2, window=3, dropout=p)), weights, device)
+    return attempt(eval_report, lambda p: Output(swa(lab, 5, 4, 8, 2, window=3, dropout=p)), weights, device,
+                   spare_biases=True)
 
 
 # ---------------------------------------------------------------- latent attention
@@ -251,7 +303,7 @@ def split_latent(result):
 
 
 def known_mla(lab, device):
-    return load_by_name(mla(lab), mla_weights()).to(device).eval()
+    return load_by_name(mla(lab), mla_weights(), spare_biases=True).to(device).eval()
 
 
 @PROBES.add("s9.mla.known")
@@ -270,12 +322,14 @@ def mla_cache(lab, device):
             start += n
         return {"out": torch.cat(outs, dim=1), "shapes": shapes, "cache": plain(cache, "the cache")}
 
-    def overflow():
+    def after_eight(more):  # in a context of 10, 8 cached + 2 new fill it exactly; 8 + 3 are one past
         module = mla(lab, context=10).to(device).eval()
         _, kept = split_latent(module(X[:, :8].to(device).clone()))
-        return raised(lambda: module(X[:, :5].to(device).clone(), kept), any_error=True)  # 8 + 5 > 10
+        return {**raised(lambda: module(X[:, 8:8 + more].to(device).clone(), kept), any_error=True),
+                "held": kept.shape[1] if isinstance(kept, torch.Tensor) and kept.dim() == 3 else -1}  # as in stage 8
 
-    return {"steps": attempt(steps, (1,) * FULL), "pieces": attempt(steps, PIECES), "overflow": attempt(overflow)}
+    return {"steps": attempt(steps, (1,) * FULL), "pieces": attempt(steps, PIECES),
+            "overflow": attempt(after_eight, 3), "fits": attempt(after_eight, 2)}
 
 
 @PROBES.add("s9.mla.structure")
@@ -289,7 +343,8 @@ def mla_structure(lab, device):
 
 @PROBES.add("s9.mla.leak")
 def mla_leak(lab, device):
-    return attempt(lambda: leak_report(Output(mla(lab, context=7), split_latent), DIM, 7, device))
+    # a context one longer than the input: the edge is s9.mla.context_limit's to judge
+    return attempt(lambda: leak_report(Output(mla(lab, context=8), split_latent), DIM, 7, device))
 
 
 @PROBES.add("s9.mla.dropout")
@@ -297,12 +352,13 @@ def mla_dropout(lab, device):
     T = DROPOUT_TOKENS
 
     def run():
-        module = mla(lab, T, T + 1, T, 1, T, dropout=DROPOUT_P)
+        # a context one longer than the input: the edge is s9.mla.context_limit's to judge
+        module = mla(lab, T, T + 1, T + 1, 1, T, dropout=DROPOUT_P)
         shown = shown_weights(T)  # zero queries and keys: uniform causal weights; values show them
         weights = {"W_query.weight": torch.zeros(T + 1, T), "W_kv_down.weight": torch.eye(T),
                    "W_key_up.weight": torch.zeros(T + 1, T), "W_value_up.weight": shown["W_value.weight"],
                    "out_proj.weight": shown["out_proj.weight"], "out_proj.bias": shown["out_proj.bias"]}
-        return dropout_report(Output(load_by_name(module, weights), split_latent), device)
+        return dropout_report(Output(load_by_name(module, weights, spare_biases=True), split_latent), device)
 
     return {"out": attempt(run)}
 
@@ -310,7 +366,8 @@ def mla_dropout(lab, device):
 @PROBES.add("s9.mla.eval")
 def mla_eval(lab, device):
     weights = mla_weights(5, 4, 3, seed=980, prefix="inner.")
-    return attempt(eval_report, lambda p: Output(mla(lab, 5, 4, 8, 2, 3, dropout=p), split_latent), weights, device)
+    return attempt(eval_report, lambda p: Output(mla(lab, 5, 4, 8, 2, 3, dropout=p), split_latent), weights, device,
+                   spare_biases=True)
 
 
 @PROBES.add("s9.gradients")

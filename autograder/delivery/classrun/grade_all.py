@@ -8,8 +8,8 @@ What is done is what is on disk. Each graded student gets ``<json-dir>/<student>
 (Gradescope's results.json, with the kit's bookkeeping in ``extra_data``), written atomically;
 the class CSV is then rewritten atomically from those records. A run killed at any moment, by
 ``kill -9`` too, leaves whole records and a valid CSV; the next run reuses every record whose
-fingerprints match (the student's files, the kit, the stages, devices and timeout graded) and grades
-the rest. A submission that changed since is graded again.
+fingerprints match (the student's files, the kit, the stages, given stages, devices and timeout
+graded) and grades the rest. A submission that changed since is graded again.
 
 Speed: ``--jobs`` worker threads, each with a ``ForkServer`` that imported torch once, so a
 student costs a fork and the checks themselves (about 0.3 s for stages 1-5 here), not a fresh
@@ -200,7 +200,8 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
             stale.unlink(missing_ok=True)  # left by a run killed while writing
         key = {"kit": kit_fingerprint(), "stages": stages, "devices": sorted(available_devices()),
                "timeout": timeout_s or TASK_TIMEOUT_S,  # a hang's cost depends on it
-               "points": config.points}  # the course's points, where they differ from the registry's
+               "points": config.points,  # the course's points, where they differ from the registry's
+               "given": list(config.given)}  # stages graded with the kit's own code of a stage they build on
         records, todo = {}, []
         for e in entries:
             record = Record.load(json_dir / f"{e.student}.json")
@@ -298,6 +299,7 @@ def _summarise(entries, records, stages, failed, out, config, log):
         tmp = path.with_name(TEMPORARY + path.name)
         why_not = draw(tmp)
         if why_not is None:
+            os.chmod(tmp, 0o600)  # as private as the grades it draws (write_atomically's mode)
             os.replace(tmp, path)
             drawn.append(str(path))
     print(text, end="")

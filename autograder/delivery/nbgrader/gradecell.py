@@ -42,7 +42,9 @@ def check(check_id: str, folder: str = ".") -> tuple[bool, str]:
         print(f"passed: {found.title} ({found.points} of {found.points})" + (f"\n{measured}" if measured else ""))
     else:
         _show(pictures.get(check_id, []))
-    return result.passed, f"{found.title}: {result.feedback}"
+    from ..report import wrapped
+
+    return result.passed, wrapped(f"{found.title}: {result.feedback}")  # nbconvert's <pre> does not wrap
 
 
 def _show(drawn):

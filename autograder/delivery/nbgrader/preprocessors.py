@@ -29,6 +29,7 @@ from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 
 from ...markers import strip_solutions
+from ..report import wrapped
 from .pipelines import RECORDS
 
 NOT_RUN = ("Not run here: this notebook's grades were imported from attention-lab's isolated grader, which ran "
@@ -78,7 +79,7 @@ class TrustedOutputs(NbGraderPreprocessor):
         shown = [new_output("display_data", data={"image/svg+xml": p["svg"], "text/plain": "a picture of your output"})
                  for p in test.get("extra_data", {}).get("pictures", [])]  # nbconvert's feedback HTML inlines them
         return shown + [_error("AssertionError",
-                               f"{test['name'].partition(': ')[2] or test['name']}: {test['output']}")]
+                               wrapped(f"{test['name'].partition(': ')[2] or test['name']}: {test['output']}"))]
 
 
 def _error(name, text):

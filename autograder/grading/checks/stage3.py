@@ -130,15 +130,16 @@ def last_token(out):
 
 def check_state_dict(obs, what, persists=True):
     rep = get(obs)
-    entry = rep["reloaded_mask_entry"]
-    survived = entry is not None and entry.numel() == 1 and bool(entry.reshape(()) != 0)
+    entry, flipped = rep["reloaded_mask_entry"], rep["flipped_to"]
+    survived = entry is not None and entry.numel() == 1 and bool(entry.reshape(()) != 0) == bool(flipped)
     if persists:
         expect("mask" in rep["keys"], f"{what}.state_dict() has no 'mask' (keys: {', '.join(map(str, rep['keys']))})")
         expect(not close(last_token(rep["changed_out"]), last_token(rep["before_change_out"])),
-               f"hiding token 0 from the last token (mask[-1, 0] = 1) did not change {what}'s output: "
-               "does forward use self.mask?")
+               f"{'hiding token 0 from' if flipped else 'showing token 0 to'} the last token (mask[-1, 0] = {flipped}) "
+               f"did not change {what}'s output: does forward use self.mask?")
         expect(survived, f"a changed {what}.mask did not survive saving and loading the state_dict")
-        expect(close(rep["reloaded_out"], rep["changed_out"], atol=1e-5, rtol=1e-5),
+        # the last token's output, where the changed entry acts (a row of nan elsewhere is other checks' to name)
+        expect(close(last_token(rep["reloaded_out"]), last_token(rep["changed_out"]), atol=1e-5, rtol=1e-5),
                f"{what} gives different outputs after saving and loading its state_dict")
     else:
         expect("mask" not in rep["keys"], f"{what}.state_dict() contains 'mask'; this class must keep the mask "

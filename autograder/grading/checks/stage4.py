@@ -2,7 +2,7 @@
 from ...probes.common import DROPOUT_P
 from ...probes.stage4 import MHA_SHAPES, WRAPPER_SHAPES
 from ...public import book
-from ..judging import (BIAS_CASES, check_divisibility, check_dropout, check_eval, check_gradients, check_leak,
+from ..judging import (BIAS_CASES, check_value_error, check_dropout, check_eval, check_gradients, check_leak,
                        check_shapes, expect, expect_book_batch, expect_golden, get)
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 from .stage3 import check_device
@@ -63,7 +63,7 @@ def mha_shapes(obs, ctx):
 @CHECKS.add("s4.mha.divisibility", points=1, probe="s4.mha.divisibility",
             title="MultiHeadAttention raises ValueError when d_out is not divisible by num_heads", visibility=VISIBLE)
 def mha_divisibility(obs, ctx):
-    check_divisibility(obs, "MultiHeadAttention(4, 6, 8, 0.0, num_heads=4)", "6 is not divisible by 4 heads")
+    check_value_error(obs, "MultiHeadAttention(4, 6, 8, 0.0, num_heads=4)", "6 is not divisible by 4 heads")
 
 
 @CHECKS.add("s4.mha.structure", points=1, probe="s4.mha.structure",

@@ -13,6 +13,8 @@ CHECKS = Checks(5)
 def forward(obs, ctx):
     for cls in (WITHOUT, WITH):
         expect_close(get(obs, cls), ctx.golden[cls], f"{cls} output", dtype=LAYER)
+        expect_close(get(obs, f"{cls} d_out=6"), ctx.golden[f"{cls} d_out=6"], f"{cls}(..., d_out=6) output "
+                     "(scores scaled by 1/sqrt(d_out))", dtype=LAYER)
 
 
 @CHECKS.add("s5.kinds", points=2, probe="s5.kinds",

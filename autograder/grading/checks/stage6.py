@@ -1,16 +1,17 @@
 """Stage 6 judges: the fused projection, padding masks, attention dropout, q/k/v/o heads."""
 from ...probes.common import DROPOUT_P
 from ...probes.stage6 import ALL_PADDED, FUSED_SHAPES, KEYS, MASKED_SHAPES, MHSA_SHAPES, PROJ
-from ..judging import (ALL_HIDDEN_HINT, check_divisibility, check_dropout, check_eval, check_gradients, check_padding,
-                       check_shapes, expect, expect_close, expect_finite, expect_golden, get)
-from ..registry import NUMERIC, VISIBLE, Checks
+from ..judging import (ALL_HIDDEN_HINT, check_dropout, check_eval, check_gradients, check_padding, check_shapes,
+                       check_value_error, described, expect, expect_close, expect_finite, expect_golden, get)
+from ..registry import NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(6)
 
 MASKED_CASES = {"none": "no mask", "keys": "a (batch, seq) padding mask",
                 "pairs": "a (batch, seq, seq) mask, causal and padded"}
 MHSA_CASES = {"none": "no mask", "keys": "a (batch, 1, 1, seq) padding mask",
-              "shared": "one (seq, seq) causal mask for all", "per_head": "a different mask per head"}
+              "shared": "one (seq, seq) causal mask for all", "per_head": "a different mask per head",
+              "heads_of_6": "3 heads of 6 dimensions, no mask"}
 
 
 @CHECKS.add("s6.softmax", points=2, probe="s6.softmax", devices=NUMERIC,
@@ -23,6 +24,13 @@ def masked_softmax(obs, ctx):
     expect(tuple(weights.shape) == scores, f"masked_softmax(scores, mask) has shape {tuple(weights.shape)} for "
            f"scores of shape {scores}; it should keep their shape")
     expect_finite(weights, "masked_softmax(scores, mask)", ALL_HIDDEN_HINT)
+    own_dtype = (": fill with the most negative number of the scores' own dtype, torch.finfo(scores.dtype).min "
+                 "(float32's minimum does not fit in bfloat16: it is -inf there, or an error, and a row of -inf is "
+                 "nan after the softmax)")
+    low = obs.get("all_hidden_bfloat16")
+    if isinstance(low, dict) and "error" in low:  # the fill itself refused, as masked_fill does on overflow
+        raise Fail(f"masked_softmax(scores.bfloat16(), mask): {described(low['error'])}{own_dtype}")
+    expect_finite(get(obs, "all_hidden_bfloat16"), "masked_softmax(scores.bfloat16(), mask)", own_dtype)
     visible = ALL_PADDED.any(dim=-1)  # sequences with at least one real key
     expect_close(weights[visible], ctx.golden["all_hidden"][visible],
                  "masked_softmax output for sequences with real keys")
@@ -124,7 +132,7 @@ def mhsa_structure(obs, ctx):
             title="MultiHeadSelfAttention raises ValueError when hidden_dim is not divisible by num_heads",
             visibility=VISIBLE)
 def mhsa_divisibility(obs, ctx):
-    check_divisibility(obs, "MultiHeadSelfAttention(10, 4)", "10 is not divisible by 4 heads")
+    check_value_error(obs, "MultiHeadSelfAttention(10, 4)", "10 is not divisible by 4 heads")
 
 
 @CHECKS.add("s6.gradients", points=1, probe="s6.gradients", devices=NUMERIC,

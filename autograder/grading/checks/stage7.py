@@ -9,9 +9,9 @@ from ...probes.stage7 import (D_FF, DECODER_CASES, ENCODER_CASES, FFN_DROPOUT_BI
                               X5, X_FFN_DROPOUT, X_PE, X_PE_DROPOUT, XQ, H, decoder_weights, encoder_weights,
                               ffn_dropout_weights, mha_weights)
 from ...public import oracles
-from ..judging import (ALL_HIDDEN_HINT, LAYER, check_divisibility, check_dropout, check_eval, check_gradients,
+from ..judging import (ALL_HIDDEN_HINT, LAYER, check_value_error, check_dropout, check_eval, check_gradients,
                        check_inverted_dropout, check_leak, check_padding, close, expect, expect_close, expect_finite,
-                       expect_golden, expect_rows_sum_to_one, forward_failure, get, same)
+                       expect_golden, expect_parameters, expect_rows_sum_to_one, forward_failure, get, same)
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(7)
@@ -168,10 +168,18 @@ def mha_padding(obs, ctx):
     check_padding(get(obs), PAD5 == 1, "MultiHeadedAttention")
 
 
+@CHECKS.add("s7.mha.structure", points=1, probe="s7.mha.structure",
+            title="MultiHeadedAttention's linears are four nn.Linear(d_model, d_model), with bias")
+def mha_structure(obs, ctx):
+    want = {f"linears.{i}.{kind}": [8, 8] if kind == "weight" else [8] for i in range(4) for kind in ("weight", "bias")}
+    expect_parameters(get(obs), want, "MultiHeadedAttention(2, 8)", " (linears 0 to 2 project queries, keys and "
+                      "values, linears[3] the heads put together)")
+
+
 @CHECKS.add("s7.mha.divisibility", points=1, probe="s7.mha.divisibility",
             title="MultiHeadedAttention raises ValueError when h does not divide d_model", visibility=VISIBLE)
 def mha_divisibility(obs, ctx):
-    check_divisibility(obs, "MultiHeadedAttention(3, 8)", "8 is not divisible by 3 heads")
+    check_value_error(obs, "MultiHeadedAttention(3, 8)", "8 is not divisible by 3 heads")
 
 
 @CHECKS.add("s7.mha.dropout", points=1, probe="s7.mha.dropout", devices=NUMERIC,

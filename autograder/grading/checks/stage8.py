@@ -15,8 +15,8 @@ from ...probes.stage8 import (CONTEXT, DIM, FAST_SHAPES, GQA_SHAPES, GROUPED, HE
                               PARAMETER_CONFIGS, PIECES, X, Y, gqa_weights)
 from ...public import oracles, speed
 from ..golden import load_golden
-from ..judging import (check_divisibility, check_dropout, check_eval, check_gradients, check_leak, check_shapes, expect,
-                       expect_close, get, same)
+from ..judging import (check_context_edges, check_dropout, check_eval, check_gradients, check_leak, check_shapes,
+                       check_value_error, expect, expect_close, get, same)
 from ..registry import CPU, NUMERIC, VISIBLE, Checks, Fail, Note
 
 CHECKS = Checks(8)
@@ -113,10 +113,10 @@ def gqa_parameters(obs, ctx):
             title="GroupedQueryAttention raises ValueError when heads or key/value heads do not divide",
             visibility=VISIBLE)
 def gqa_divisibility(obs, ctx):
-    check_divisibility(get(obs, "heads"), f"GroupedQueryAttention({DIM}, 6, {CONTEXT}, num_heads=4, num_kv_heads=2)",
-                       "d_out 6 is not divisible by 4 heads")
-    check_divisibility(get(obs, "kv_heads"), f"GroupedQueryAttention({DIM}, {DIM}, {CONTEXT}, num_heads=4, "
-                       "num_kv_heads=3)", "4 query heads cannot be shared out among 3 key/value heads")
+    check_value_error(get(obs, "heads"), f"GroupedQueryAttention({DIM}, 6, {CONTEXT}, num_heads=4, num_kv_heads=2)",
+                      "d_out 6 is not divisible by 4 heads")
+    check_value_error(get(obs, "kv_heads"), f"GroupedQueryAttention({DIM}, {DIM}, {CONTEXT}, num_heads=4, "
+                      "num_kv_heads=3)", "4 query heads cannot be shared out among 3 key/value heads")
 
 
 @CHECKS.add("s8.gqa.no_leak", points=2, probe="s8.gqa.leak", devices=NUMERIC,
@@ -195,10 +195,9 @@ def cache_reset(obs, ctx):
 
 
 @CHECKS.add("s8.cache.context_limit", points=1, probe="s8.cache",
-            title="a cache that would grow past context_length raises ValueError")
+            title="a cache may fill context_length exactly, and one that would grow past it raises ValueError")
 def cache_context_limit(obs, ctx):
-    check_divisibility(get(obs, "overflow"), f"{CACHED} fed 5 tokens after a cache of 6",
-                       f"6 + 5 tokens exceed context_length {CONTEXT}")
+    check_context_edges(get(obs, "fits"), get(obs, "overflow"), CACHED, 6, CONTEXT)
 
 
 # ---------------------------------------------------------------- fast attention
@@ -244,7 +243,7 @@ def fast_shapes(obs, ctx):
             title="FastMultiHeadAttention raises ValueError when d_out is not divisible by num_heads",
             visibility=VISIBLE)
 def fast_divisibility(obs, ctx):
-    check_divisibility(obs, "FastMultiHeadAttention(4, 6, 8, 0.0, num_heads=4)", "6 is not divisible by 4 heads")
+    check_value_error(obs, "FastMultiHeadAttention(4, 6, 8, 0.0, num_heads=4)", "6 is not divisible by 4 heads")
 
 
 @CHECKS.add("s8.fast.no_leak", points=2, probe="s8.fast.leak", devices=NUMERIC,

@@ -16,8 +16,8 @@ from ...probes.stage9 import (BAND_WINDOW, COST_CASES, DIM, FULL, HEADS, KV_HEAD
                               RELATIVE, SWA_SHAPES, TABLE_CASES, WINDOW, Q, X, kit_tables, mla_weights)
 from ...public import oracles
 from ..golden import load_golden
-from ..judging import (check_divisibility, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close,
-                       expect, expect_close, forward_failure, get)
+from ..judging import (check_context_edges, check_dropout, check_eval, check_gradients, check_leak, check_shapes,
+                       check_value_error, close, expect, expect_close, expect_parameters, forward_failure, get)
 from ..registry import CPU, MOVES, NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(9)
@@ -135,14 +135,19 @@ def rope_contract(obs, ctx):
     expect(low == "bfloat16", f"apply_rope of a bfloat16 x returns {low}; it should keep x's dtype "
            "(cast the tables to x.dtype before multiplying)")
     expect_rotation(out, Q.double(), 1, "apply_rope(x.double(), cos, sin, offset=1)")
-    check_divisibility(get(obs, "past_end"), "apply_rope(x, cos[:4], sin[:4]) for 5 tokens",
-                       "positions 0..4 are past the tables' 4 rows")
+    check_value_error(get(obs, "past_end"), "apply_rope(x, cos[:4], sin[:4]) for 5 tokens",
+                      "positions 0..4 are past the tables' 4 rows", in_forward=True)
+    check_value_error(get(obs, "offset_past"), "apply_rope(x, cos[:6], sin[:6], offset=2) for 5 tokens",
+                      "positions 2..6 are past the tables' 6 rows: the offset counts", in_forward=True)
+    fits = get(obs, "offset_fits")
+    expect(not fits["raised"], f"apply_rope(x, cos[:6], sin[:6], offset=1) for 5 tokens raised {fits['raised']} "
+           f"({fits['message']}); positions 1..5 fit in the tables' 6 rows exactly")
 
 
 @CHECKS.add("s9.rope.odd", points=1, probe="s9.rope.tables", devices=CPU,
             title="rope_tables raises ValueError for an odd head_dim")
 def rope_odd(obs, ctx):
-    check_divisibility(get(obs, "odd"), "rope_tables(5, 4)", "RoPE rotates pairs of dimensions")
+    check_value_error(get(obs, "odd"), "rope_tables(5, 4)", "RoPE rotates pairs of dimensions", in_forward=True)
 
 
 # ---------------------------------------------------------------- the rotary layer
@@ -213,6 +218,13 @@ def rope_gqa_pieces(obs, ctx):
     for t in range(full.shape[1]):
         expect_close(out[:, t], full[:, t], f"{ROPE_LAYER}, fed in pieces of {', '.join(map(str, PIECES))} tokens, "
                      f"at position {t}")
+
+
+@CHECKS.add("s9.ropegqa.context_limit", points=1, probe="s9.ropegqa.limits",
+            title="RopeGroupedQueryAttention fills its context exactly with a cache, and raises ValueError one past it")
+def rope_gqa_context_limit(obs, ctx):
+    check_context_edges(get(obs, "fits"), get(obs, "past"),
+                        f"RopeGroupedQueryAttention({DIM}, {DIM}, context_length=10, {HEADS}, {KV_HEADS})", 6, 10)
 
 
 @CHECKS.add("s9.ropegqa.tables", points=2, probe="s9.ropegqa.tables", devices=MOVES,
@@ -301,16 +313,31 @@ def swa_rolling(obs, ctx):
                f"{tuple(out.shape)}, expected {tuple(full.shape)}")
         for t in range(full.shape[1]):
             expect_close(out[:, t], full[:, t], f"{SWA_LAYER}, fed {how} with its cache, at position {t}")
+    past = get(obs, "past_context")
+    expect("refused" not in past, "SlidingWindowAttention(..., context_length=6, window=3) refused to decode 10 tokens "
+           f"one at a time with its cache ({past.get('refused')}): context_length bounds the tokens of one call, and "
+           "with a cache decoding may go on past it, as the docstring says (the cache never holds more than "
+           "window - 1)")
+    decoded, alone = past["decoded"], past["alone"]
+    what = "SlidingWindowAttention(..., context_length=6, window=3) decoding 10 tokens one at a time"
+    expect(decoded.dim() == alone.dim() == 3 and decoded.shape == alone.shape, f"{what} gave outputs of shape "
+           f"{tuple(decoded.shape)} in all; fed each token's window alone, the layer gives {tuple(alone.shape)}")
+    for t in range(alone.shape[1]):
+        expect_close(decoded[:, t], alone[:, t], f"{what}, at position {t}, against the same layer fed only that "
+                     "token's window (the contract lets decoding with a cache go on past context_length)")
 
 
 @CHECKS.add("s9.swa.errors", points=1, probe="s9.swa.errors",
             title="SlidingWindowAttention raises ValueError for window < 1, heads that do not divide, and a call "
                   "longer than context_length")
 def swa_errors(obs, ctx):
-    check_divisibility(get(obs, "window0"), "SlidingWindowAttention(..., window=0)", "a token always sees itself")
-    check_divisibility(get(obs, "divisible"), "SlidingWindowAttention(16, 10, 24, 4, 4)", "4 heads do not divide 10")
-    check_divisibility(get(obs, "too_long"), "SlidingWindowAttention(..., context_length=6) fed 7 tokens",
-                       "more tokens in one call than context_length")
+    check_value_error(get(obs, "window0"), "SlidingWindowAttention(..., window=0)", "a token always sees itself")
+    check_value_error(get(obs, "divisible"), "SlidingWindowAttention(16, 10, 24, 4, 4)", "4 heads do not divide 10")
+    check_value_error(get(obs, "too_long"), "SlidingWindowAttention(..., context_length=6) fed 7 tokens",
+                      "more tokens in one call than context_length", in_forward=True)
+    fits = get(obs, "fits")
+    expect(not fits["raised"], f"SlidingWindowAttention(..., context_length=6) fed 6 tokens raised {fits['raised']} "
+           f"({fits['message']}); a call of exactly context_length tokens fits")
 
 
 @CHECKS.add("s9.swa.shapes", points=1, probe="s9.swa.shapes", devices=NUMERIC,
@@ -390,18 +417,16 @@ MLA_PARAMETERS = {"W_query.weight": [12, 10], "W_kv_down.weight": [5, 10], "W_ke
 @CHECKS.add("s9.mla.structure", points=1, probe="s9.mla.structure",
             title="MultiHeadLatentAttention's layers: one shared down-projection to latent_dim, two up-projections")
 def mla_structure(obs, ctx):
-    params = get(obs, "parameters")
-    call = "MultiHeadLatentAttention(10, 12, 8, num_heads=3, latent_dim=5)"
-    expect(params == MLA_PARAMETERS, f"{call} has parameters {params}; expected {MLA_PARAMETERS} (nn.Linear weights "
-           "are (out_features, in_features); only out_proj has a bias)")
-    check_divisibility(get(obs, "divisible"), "MultiHeadLatentAttention(16, 10, 24, 4, 6)", "4 heads do not divide 10")
+    expect_parameters(get(obs, "parameters"), MLA_PARAMETERS, "MultiHeadLatentAttention(10, 12, 8, num_heads=3, "
+                      "latent_dim=5)", " (nn.Linear weights are (out_features, in_features); only out_proj has a bias)")
+    check_value_error(get(obs, "divisible"), "MultiHeadLatentAttention(16, 10, 24, 4, 6)", "4 heads do not divide 10")
 
 
 @CHECKS.add("s9.mla.context_limit", points=1, probe="s9.mla.cache",
-            title="a latent cache that would grow past context_length raises ValueError")
+            title="a latent cache may fill context_length exactly, and one that would grow past it raises ValueError")
 def mla_context_limit(obs, ctx):
-    check_divisibility(get(obs, "overflow"), "MultiHeadLatentAttention(16, 16, context_length=10, 4, 6) fed 5 "
-                       "tokens after a cache of 8", "13 tokens exceed context_length 10")
+    check_context_edges(get(obs, "fits"), get(obs, "overflow"), "MultiHeadLatentAttention(16, 16, context_length=10, "
+                        "4, 6)", 8, 10)
 
 
 @CHECKS.add("s9.mla.no_leak", points=2, probe="s9.mla.leak", devices=NUMERIC,
@@ -428,6 +453,33 @@ def gradients(obs, ctx):
     for key, name in (("rope_gqa", "RopeGroupedQueryAttention"), ("swa", "SlidingWindowAttention"),
                       ("mla", "MultiHeadLatentAttention")):
         check_gradients(get(obs, key), name)
+
+
+def projections_of(d_in, d_out, kv_width, qkv_bias):
+    """The contract's parameters of a layer with W_query, W_key, W_value and out_proj (with its bias)."""
+    want = {"W_query.weight": [d_out, d_in], "W_key.weight": [kv_width, d_in], "W_value.weight": [kv_width, d_in]}
+    if qkv_bias:
+        want.update({"W_query.bias": [d_out], "W_key.bias": [kv_width], "W_value.bias": [kv_width]})
+    return {**want, "out_proj.weight": [d_out, d_out], "out_proj.bias": [d_out]}
+
+
+@CHECKS.add("s9.structure", points=1, probe="s9.structure",
+            title="RopeGroupedQueryAttention has its GroupedQueryAttention's parameters, SlidingWindowAttention "
+                  "the contract's four projections")
+def layer_structure(obs, ctx):
+    for key, flag in (("bias", ", qkv_bias=True"), ("no_bias", "")):
+        rope = get(obs, f"rope_gqa_{key}")
+        gqa = obs.get(f"gqa_{key}")
+        call = f"RopeGroupedQueryAttention({DIM}, {DIM}, 24, {HEADS}, {KV_HEADS}{flag})"
+        if isinstance(gqa, dict) and "error" not in gqa:
+            # Stage 8's check prices GroupedQueryAttention's own parameters: here only what the rotary layer
+            # changes in them, so that one slip in stage 8 is not charged again.
+            expect_parameters(rope, gqa, call, " (it extends your GroupedQueryAttention with the same arguments, "
+                              "whose parameters it should keep: RoPE's tables are buffers, not parameters)")
+        else:
+            expect_parameters(rope, projections_of(DIM, DIM, KV_HEADS * (DIM // HEADS), key == "bias"), call)
+        expect_parameters(get(obs, f"swa_{key}"), projections_of(DIM, DIM, DIM, key == "bias"),
+                          f"SlidingWindowAttention({DIM}, {DIM}, 24, {HEADS}, window={WINDOW}{flag})")
 
 
 # ---------------------------------------------------------------- contracts shared by the layers
@@ -494,5 +546,7 @@ def cost(obs, ctx):
 @CHECKS.add("s9.cost.errors", points=1, probe="s9.cost",
             title="kv_cache_bytes raises ValueError for an unknown kind and for a kind without its argument")
 def cost_errors(obs, ctx):
-    check_divisibility(get(obs, "unknown"), "kv_cache_bytes('dense', ...)", "the kinds are mha, gqa, mla and swa")
-    check_divisibility(get(obs, "missing"), "kv_cache_bytes('mla', ...) without latent_dim", "mla needs latent_dim")
+    check_value_error(get(obs, "unknown"), "kv_cache_bytes('dense', ...)", "the kinds are mha, gqa, mla and swa",
+                      in_forward=True)
+    check_value_error(get(obs, "missing"), "kv_cache_bytes('mla', ...) without latent_dim", "mla needs latent_dim",
+                      in_forward=True)

@@ -1,7 +1,8 @@
-"""Dropout before the softmax, on the masked scores: a dropped -inf becomes 0, so future tokens get weight."""
+"""Dropout before the softmax, on the masked scores: a dropped -inf becomes nan (-inf * 0), at random
+places: the feedback names dropout before the softmax, not the mask."""
 MODULE = "causal"
 LOSES = ["s3.causal.dropout"]
-MENTIONS = "above the diagonal is nonzero"
+MENTIONS = "dropout acts before the softmax"
 
 
 class CausalAttention(CausalAttention):

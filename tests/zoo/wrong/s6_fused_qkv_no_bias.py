@@ -1,6 +1,8 @@
-"""SelfAttentionFused builds qkv with bias=False, though the contract asks for a bias."""
+"""SelfAttentionFused builds qkv with bias=False, though the contract asks for a bias. Priced once,
+in the structure check: the known-weights check gives qkv the bias it lacks and judges the attention."""
 MODULE = "practical"
-LOSES = ["s6.fused.structure", "s6.fused.known_weights"]
+LOSES = ["s6.fused.structure"]
+ONLY = True
 MENTIONS = "should have a bias"
 
 
