@@ -76,3 +76,11 @@ def test_the_nbgrader_doc_names_every_stages_notebook(root):
 
     text = (root / "docs" / "instructors" / "nbgrader.md").read_text()
     assert f"`{notebook_name(STAGES[1])}.ipynb` ... `{notebook_name(STAGES[max(STAGES)])}.ipynb`" in text
+
+
+def test_each_commands_help_says_which_stages_it_grades_by_default(capsys):
+    for command in (["grade"], ["grade-all"], ["export", "gradescope"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        said = " ".join(capsys.readouterr().out.split())
+        assert "default: the stages the course configuration teaches, every stage without one" in said, command

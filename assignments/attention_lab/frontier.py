@@ -124,7 +124,9 @@ class SlidingWindowAttention(nn.Module):
     (batch, num_heads, kept, head_dim), the projected keys and values of the last ``kept`` tokens.
     The returned cache keeps at most ``window - 1`` tokens (the most recent ones): the next token
     sees those and itself, and nothing older, so the cache never grows past the window, however long
-    the sequence is decoded. With ``window=1`` it keeps none: keys and values of 0 tokens (or None). Feeding a sequence in pieces gives the same outputs as feeding it whole.
+    the sequence is decoded. With ``window=1`` it keeps none: keys and values of 0 tokens, or None in
+    place of the cache (or of each of the two). Feeding a sequence in pieces gives the same outputs as
+    feeding it whole.
 
     ``context_length`` bounds the tokens of one call (``ValueError`` beyond it); with a cache, decoding
     may go on past it. Raises ``ValueError`` when ``d_out`` is not divisible by ``num_heads`` or

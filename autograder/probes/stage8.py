@@ -55,7 +55,8 @@ def split(result, what="GroupedQueryAttention.forward"):
                          "it should be a pair (keys, values)")
     for name, t in zip(("keys", "values"), cache):
         if type(t) is not torch.Tensor:
-            raise ProbeError(f"the cache's {name} should be a plain torch.Tensor, not a {type(t).__name__}")
+            raise ProbeError(f"{what} returned a cache whose {name} are a {type(t).__name__}; they should be a plain "
+                             "torch.Tensor")
     return out, cache
 
 

@@ -191,21 +191,28 @@ def swa_band(lab, device):
     return attempt(lambda: leak_report(Output(swa(lab, context=10, window=BAND_WINDOW)), DIM, 9, device))
 
 
-def rolling(module, x, pieces, device):
+def rolling(module, x, pieces, device, what="SlidingWindowAttention.forward"):
     """Feed ``x`` in pieces with the cache: the outputs, and how many tokens the cache's keys and
     values hold after every piece (judged there, not here: a cache that grows is the mistake to name)."""
     outs, held, cache, start = [], [], None, 0
     for n in pieces:
         result = module(x[:, start:start + n].to(device).clone(), cache)
-        if isinstance(result, (tuple, list)) and len(result) == 2 and result[1] is None:
-            out, cache = result  # nothing kept: a window of 1 may say so with None, which starts afresh alike
+        if isinstance(result, (tuple, list)) and len(result) == 2 and _nothing_kept(result[1]):
+            # a window of 1 may say "nothing" with None or a pair of None; the next call is given None, which
+            # with nothing kept is the same as a new sequence
+            out, cache = result[0], None
             held.append([0, 0])
         else:
-            out, cache = split(result, "SlidingWindowAttention.forward")
+            out, cache = split(result, what)
             held.append([t.shape[2] if t.dim() == 4 else -1 for t in cache])
         outs.append(plain(out, "the output of forward with a cache"))
         start += n
     return {"out": torch.cat(outs, dim=1), "held": torch.tensor(held)}
+
+
+def _nothing_kept(cache):
+    return cache is None or (isinstance(cache, (tuple, list)) and len(cache) == 2 and cache[0] is None
+                             and cache[1] is None)
 
 
 @PROBES.add("s9.swa.cache", golden=True)
@@ -231,8 +238,8 @@ def swa_cache(lab, device):
             # and what each token's window alone gives (a band has no positions: the last 3 tokens are all it sees)
             "past_context": attempt(past_context),
             # window 1 keeps nothing: where k[:, :, -(window - 1):] keeps everything
-            "window1": attempt(lambda: rolling(swa(lab, window=1).to(device).eval(), X[:, :4], (1,) * 4,
-                                               device)["held"])}
+            "window1": attempt(lambda: rolling(swa(lab, window=1).to(device).eval(), X[:, :4], (1,) * 4, device,
+                                               "SlidingWindowAttention(..., window=1).forward")["held"])}
 
 
 @PROBES.add("s9.swa.errors")
