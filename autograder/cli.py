@@ -296,7 +296,7 @@ def _export(args):
 
 
 def _export_gradescope(args):
-    from .delivery.gradescope import CONFIG, export
+    from .delivery.gradescope import CONFIG, LEADERBOARD_STAGE, export
     from .delivery.pins import torch_pin
 
     config = args.course.teaching(_stages(args)) if args.stage else args.course
@@ -306,10 +306,11 @@ def _export_gradescope(args):
           f"kit/ with autograder/ ({len(package)} files, golden data included), constraints.txt and {CONFIG}",
           file=sys.stderr)
     given = f" (given: {', '.join(map(str, config.given))}, the kit's own code)" if config.given else ""
+    board = "off" if not config.leaderboard else "on" if LEADERBOARD_STAGE in config.stages else (
+        f"none (stage {LEADERBOARD_STAGE}, whose speed it shows, is not graded)")
     print(f"it grades stage(s) {', '.join(map(str, config.stages))}{given}: {config.max_points()} points, hidden "
-          "checks "
-          f"shown {config.hidden}, leaderboard {'on' if config.leaderboard else 'off'}; upload it as the autograder "
-          "of a Gradescope programming assignment (base image: Ubuntu 22.04 or later)", file=sys.stderr)
+          f"checks shown {config.hidden}, leaderboard {board}; upload it as the autograder of a Gradescope "
+          "programming assignment (base image: Ubuntu 22.04 or later)", file=sys.stderr)
     return 0
 
 

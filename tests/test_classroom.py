@@ -115,7 +115,9 @@ def test_export_writes_a_template_for_a_course_configuration(tmp_path, monkeypat
     assert sum(s["with"]["max-score"] for s in graders if step_stage(s) == 3) == 30
     for rel in ("README.md", "requirements.txt", ".gitignore", "attention_lab/causal.py", "tests/conftest.py"):
         assert (out / rel).is_file(), rel
-    assert "| 3 | causal attention with dropout | `attention_lab/causal.py` | 30 |" in (out / "README.md").read_text()
+    readme = (out / "README.md").read_text()
+    assert "| 3 | causal attention with dropout | `attention_lab/causal.py` | 30 |" in readme
+    assert "The files of stage(s) 2, 4, 5, 6, 7, 8, 9 (`attention_lab/self_attention.py`," in readme  # not the course's
     assert main(["export", "classroom", "--out", "template"]) == 2  # never over an existing template
     assert "is not empty" in capsys.readouterr().err
 

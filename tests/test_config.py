@@ -71,7 +71,6 @@ def test_a_shared_total_adds_up_exactly_and_follows_the_weights(weights, total):
     ({"stages": [9], "given": [8, 3]}, "given names stage 3"),
     ({"stages": [9], "given": 8}, "given must be a list"),
     ({"stages": [9], "given": [10]}, "given must be a list"),
-    ({"stages": [1], "points": {"stage4": 30}}, "not among the stages taught"),
 ])
 def test_a_mistake_in_the_file_is_named(data, says):
     with pytest.raises(UsageError) as exc:
@@ -172,8 +171,8 @@ def test_teaching_other_stages_keeps_the_given_stages_they_need():
 @pytest.mark.parametrize("points, says", [
     ({"stage4": 30, "s4.mha.structure": 9}, ["sets stage4 = 30 and also s4.mha.structure = 9",
                                              "stage 4 is worth", "not 30"]),
-    ({"stage3": 2}, ["check(s) of stage 3 end at 0 points", "by stage3 = 2 shared among its"]),
-    ({"s1.softmax_naive": 0}, ["1 check(s) of stage 1 end at 0 points", "s1.softmax_naive set to 0"]),
+    ({"stage3": 2}, ["check(s) of stage 3 end at 0 points", "stage3 = 2 shared among its"]),
+    ({"s1.softmax_naive": 0}, ["1 check(s) of stage 1 end at 0 points", "set to 0 by [points]: s1.softmax_naive"]),
 ])
 def test_what_would_surprise_an_instructor_is_a_warning_not_an_error(points, says):
     config = from_data({"points": points})
@@ -228,6 +227,7 @@ def test_a_refused_gradescope_stage_choice_is_said_before_anything_is_written(tm
     assert main(["export", "gradescope", "--out", "a.zip", "--stage", "4"]) == 2
     assert "stage 4 (multihead.py) builds on stage 3" in capsys.readouterr().err and not (tmp_path / "a.zip").exists()
     assert main(["export", "gradescope", "--out", "a.zip", "--stage", "9"]) == 0
+    assert "leaderboard none (stage 8, whose speed it shows, is not graded)" in capsys.readouterr().err
     with zipfile.ZipFile(tmp_path / "a.zip") as z:
         assert json.loads(z.read("kit/gradescope.json"))["given"] == [8] and "kit/given/modern.py" in z.namelist()
     assert main(["export", "gradescope", "--out", "b.zip", "--stage", "1"]) == 0
@@ -253,3 +253,12 @@ def test_grade_verbose_prints_every_check_whose_points_the_file_set(tmp_path, mo
     assert main(["grade", str(tmp_path / "nothing"), "--verbose"]) == 2  # refused after the line is said
     first = capsys.readouterr().err.splitlines()[0]
     assert all(f"{k} {v}" in first for k, v in load_config().points.items())
+
+
+def test_points_of_a_stage_not_taught_are_a_warning_whether_a_check_or_the_total():
+    config = from_data({"stages": [1, 2, 3, 4, 9], "given": [8], "points": {"stage7": 10, "s8.gqa.as_mha": 5}})
+    assert config.warnings == ("[points] sets s8.gqa.as_mha, a check of stage 8, which is given, not taught: it "
+                               "changes nothing", "[points] sets stage7, the total of stage 7, which is not taught: "
+                               "it changes nothing")
+    assert config.max_points() == from_data({"stages": [1, 2, 3, 4, 9], "given": [8]}).max_points()
+    assert "points of" not in from_data(config.as_data(), "c.toml").describe()  # nothing counted that changes nothing

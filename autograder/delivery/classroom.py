@@ -118,6 +118,12 @@ def handout_readme(config: CourseConfig, root: Path = KIT_ROOT) -> str:
     given = "".join(f"\nStage {n} ({STAGES[n].title}) is given: `attention_lab/{STAGES[n].module}.py` holds the "
                     f"kit's own code of it, which stage(s) {', '.join(map(str, _users(config, n)))} import. You do "
                     "not write it; leave it as it is.\n" for n in config.given)
+    other = [n for n in STAGES if n not in config.stages and n not in config.given]
+    if other:  # the handout holds every stage's files; say which are not this course's
+        given += (f"\nThe files of stage(s) {', '.join(map(str, other))} ("
+                  + ", ".join(f"`attention_lab/{STAGES[n].module}.py`" for n in other)
+                  + ") are in the handout too, but this course does not teach them: they are not graded, and "
+                  "their public checks fail until they are written.\n")
     return f"""\
 # Attention, stage by stage
 

@@ -71,6 +71,9 @@ GRADER_FAILED = ("The autograder failed while grading this submission. This is n
                  "not a grade.")
 
 
+LEADERBOARD_STAGE = 8  # the stage whose speed check reports the one value a leaderboard shows
+
+
 def export(out_zip, config):
     """Write the autograder zip to ``out_zip`` (atomically) for the course ``config`` (its stages,
     points and visibility, shipped in ``kit/gradescope.json``). Returns the names it holds."""

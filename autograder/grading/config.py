@@ -89,12 +89,13 @@ class CourseConfig:
         given = f" (given: {', '.join(map(str, self.given))})" if self.given else ""
         line = (f"course configuration: {self.path}: stage(s) {', '.join(map(str, self.stages))}{given}, "
                 f"{self.max_points()} points")
-        if not self.points:
+        taught = {k: v for k, v in self.points.items() if registry()[k].stage in self.stages}  # the rest: warned of
+        if not taught:
             return line
         if verbose:
-            return line + f"; points of {len(self.points)} check(s) set: " + ", ".join(
-                f"{k} {v}" for k, v in sorted(self.points.items()))
-        return line + f"; points of {len(self.points)} check(s) set (attention-lab config check lists them)"
+            return line + f"; points of {len(taught)} check(s) set: " + ", ".join(
+                f"{k} {v}" for k, v in sorted(taught.items()))
+        return line + f"; points of {len(taught)} check(s) set (attention-lab config check lists them)"
 
     def as_data(self) -> dict:
         """The configuration as ``from_data`` reads it (the Gradescope zip ships it as JSON)."""
@@ -120,16 +121,16 @@ def from_data(data: dict, path=None) -> CourseConfig:
             or any(type(s) is not int or s not in STAGES for s in stages)):
         raise UsageError(f"{where}: stages must be a list of stage numbers out of {sorted(STAGES)}, not {stages!r}")
     given = _given(data.get("given", []), stages, where)
-    points, own, totals = {}, {}, {}
+    points, own, totals, untaught = {}, {}, {}, []
     for key, value in (data.get("points") or {}).items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise UsageError(f"{where}: points of {key!r} must be a whole number of at least 0, not {value!r}")
         if key in registry():
             own[key] = value
         elif key.startswith("stage") and key[5:].isdigit() and int(key[5:]) in STAGES:
-            if int(key[5:]) not in stages:
-                raise UsageError(f"{where}: [points] sets {key}, which is not among the stages taught "
-                                 f"({', '.join(map(str, stages))})")
+            if int(key[5:]) not in stages:  # as a check of a stage not taught: said, not refused (_surprises)
+                untaught.append(key)
+                continue
             points.update(shared(value, {c.id: c.points for c in all_checks({int(key[5:])})}))
             totals[int(key[5:])] = value
         else:
@@ -150,7 +151,7 @@ def from_data(data: dict, path=None) -> CourseConfig:
     changed = {k: v for k, v in points.items() if v != registry()[k].points}
     config = CourseConfig(tuple(sorted(set(stages))), changed, hidden, bool(gradescope.get("leaderboard", True)),
                           data.get("require_isolation", False), Path(path) if path else None, given)
-    return dataclasses.replace(config, warnings=_surprises(config, totals, own))
+    return dataclasses.replace(config, warnings=_surprises(config, totals, own, untaught))
 
 
 def _given(given, stages, where) -> tuple:
@@ -180,12 +181,17 @@ def _given(given, stages, where) -> tuple:
     return tuple(sorted(set(given)))
 
 
-def _surprises(config, totals, own) -> tuple:
-    """What the file says that its author may not expect: a check set on its own in a stage whose total
-    is set too (its points replace its share, so the stage no longer adds up to the total written),
-    and checks that end at 0 points (failing them costs nothing)."""
-    found = [f"[points] sets {k}, a check of stage {registry()[k].stage}, which is not taught: it changes nothing"
+def _surprises(config, totals, own, untaught=()) -> tuple:
+    """What the file says that its author may not expect: points of a stage not taught (a check's, or
+    its total), a check set on its own in a stage whose total is set too (its points replace its share,
+    so the stage no longer adds up to the total written), and checks that end at 0 points (failing
+    them costs nothing)."""
+    def not_taught(n):
+        return f"stage {n}, which is given, not taught" if n in config.given else f"stage {n}, which is not taught"
+
+    found = [f"[points] sets {k}, a check of {not_taught(registry()[k].stage)}: it changes nothing"
              for k in sorted(own) if registry()[k].stage not in config.stages]
+    found += [f"[points] sets {k}, the total of {not_taught(int(k[5:]))}: it changes nothing" for k in untaught]
     checks = config.checks()
     for n, total in sorted(totals.items()):
         mine = sorted(k for k in own if registry()[k].stage == n)
@@ -198,12 +204,12 @@ def _surprises(config, totals, own) -> tuple:
     for n in config.stages:
         zero = [c.id for c in checks if c.stage == n and c.points == 0]
         set_so, shared_so = [k for k in zero if k in own], [k for k in zero if k not in own]
-        why = ([f"{', '.join(set_so)} set to 0"] * bool(set_so)
-               + [f"{', '.join(shared_so)} by stage{n} = {totals.get(n)} shared among its "
-                  f"{sum(c.stage == n for c in checks)} checks"] * bool(shared_so))
+        why = ([f"set to 0 by [points]: {', '.join(set_so)}"] * bool(set_so)
+               + [f"stage{n} = {totals.get(n)} shared among its {sum(c.stage == n for c in checks)} checks in "
+                  f"proportion to their points leaves nothing to {', '.join(shared_so)}"] * bool(shared_so))
         if zero:
-            found.append(f"{len(zero)} check(s) of stage {n} end at 0 points, so failing them costs nothing: "
-                         + "; ".join(why))
+            found.append(f"{len(zero)} check(s) of stage {n} end at 0 points, so failing them costs nothing ("
+                         + "; ".join(why) + ")")
     return tuple(found)
 
 

@@ -76,9 +76,9 @@ class Submission:
             self.origins[module] = GIVEN_ORIGIN
             self.left_out.pop(module, None)
             self.notes = [n for n in self.notes if not n.startswith(f"attention_lab/{module}.py ")]
-            self.notes.append(f"attention_lab/{module}.py is given in this course (its stage is not taught): the "
-                              f"stages that import it were graded with the kit's own {module}.py, whatever your "
-                              "copy holds.")
+            self.notes.append(f"attention_lab/{module}.py is given in this course: stage {STAGE_OF[module]} is not "
+                              f"taught, and the stages that import it were graded with the kit's own {module}.py, "
+                              "whatever your copy holds.")
 
     def code(self) -> dict[str, str]:
         """module -> the code that is graded for it (a notebook's cell, or the module file)."""
