@@ -238,7 +238,8 @@ GIVEN_MARK = "# Given in this course:"
 def _given_header(config, module) -> str:
     users = ", ".join(str(n) for n in config.stages if module in STAGES[n].builds_on)
     return (f"{GIVEN_MARK} stage {STAGE_OF[module]} is not taught, and this file is the kit's own code of it,\n"
-            f"# which stage(s) {users} import. You do not write it; keep it as it is.\n")
+            f"# which stage(s) {users} import. You do not write it; keep it as it is. Its docstring describes\n"
+            "# the stage as the kit teaches it elsewhere: here nothing of it is graded.\n")
 
 
 def shared(total: int, weights: dict) -> dict:
