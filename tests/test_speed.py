@@ -69,16 +69,22 @@ def test_race_restores_torch_threads():
     assert torch.get_num_threads() == before
 
 
-def test_a_near_miss_is_raced_again_and_the_better_race_counts(monkeypatch):
-    """A burst of other work during the first race must not fail a layer that is fast enough; a
-    layer that is slower in both races still fails."""
+def test_a_near_miss_is_raced_again_and_the_best_race_counts(monkeypatch):
+    """A burst of other work during the first races must not fail a layer that is fast enough; a
+    layer that is slower in every race still fails. Two races once failed the reference in a loaded
+    CI run (1.21 both times), so up to three are run."""
     races = iter([report([150] * 9, [100] * 9), report([101] * 9, [100] * 9)])
     monkeypatch.setattr(speed, "_rounds", lambda *a: next(races))
     raced = speed.race(lambda x: x)
     assert raced["races"] == 2 and speed.verdict(raced)[0]
-    assert "the better of two races" in speed.verdict(raced)[1]
+    assert "the best of 2 races" in speed.verdict(raced)[1]
 
-    races = iter([report([150] * 9, [100] * 9), report([140] * 9, [100] * 9)])
+    races = iter([report([150] * 9, [100] * 9), report([121] * 9, [100] * 9), report([99] * 9, [100] * 9)])
+    monkeypatch.setattr(speed, "_rounds", lambda *a: next(races))
+    raced = speed.race(lambda x: x)
+    assert raced["races"] == 3 and speed.verdict(raced)[0] and "the best of 3 races" in speed.verdict(raced)[1]
+
+    races = iter([report([150] * 9, [100] * 9), report([140] * 9, [100] * 9), report([130] * 9, [100] * 9)])
     monkeypatch.setattr(speed, "_rounds", lambda *a: next(races))
     assert not speed.verdict(speed.race(lambda x: x))[0]
 

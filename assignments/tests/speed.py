@@ -27,8 +27,9 @@ ROUNDS = 9
 # two threads on two cores, the same code timed against itself came out up to 1.2 times slower.
 THREADS = 1
 BUDGET_S = 2.0  # a slow layer ends the rounds early (after at least one)
-AGAIN_BELOW = 2 * LIMIT  # a ratio above LIMIT but below this is a near miss: raced once more
-AGAIN_WITHIN_S = 3.0  # ... if the first race took less than this (the grader's task timeout is 10 s)
+AGAIN_BELOW = 2 * LIMIT  # a ratio above LIMIT but below this is a near miss: raced again
+RACES = 3  # at most, a near miss included: the best counts (two still failed the reference once on a loaded CI)
+RACING_S = 6.0  # ... and another race only if, at the pace so far, it ends within this (the task timeout is 10 s)
 
 
 def fast_attention(x, qkv_weight, qkv_bias, out_weight, out_bias, num_heads):
@@ -68,19 +69,27 @@ def race(forward, device="cpu", between=None):
         torch.set_num_threads(min(threads, THREADS))
         with torch.no_grad():
             started = time.perf_counter()
-            first = _rounds(forward, device, between or (lambda: None))
-            ratio = median_ratio(first) if first["student_s"] and min(first["kit_s"]) > 0 else None
-            # A near miss is raced again and the better race counts: a burst of other work on the
+            races = [_rounds(forward, device, between or (lambda: None))]
+            # A near miss is raced again and the best race counts: a burst of other work on the
             # machine (a busy laptop, a loaded CI runner) must not fail a layer that is fast enough,
-            # and a layer that is really slower stays slower in both races.
-            if ratio is None or not LIMIT < ratio < AGAIN_BELOW or time.perf_counter() - started > AGAIN_WITHIN_S:
-                return {**first, "races": 1}
-            second = _rounds(forward, device, between or (lambda: None))
-            return {**min(first, second, key=median_ratio), "races": 2}
+            # and a layer that is really slower stays slower in every race.
+            while len(races) < RACES and _near_miss(min(races, key=_ratio_or_none)) and (
+                    (time.perf_counter() - started) * (len(races) + 1) / len(races) < RACING_S):
+                races.append(_rounds(forward, device, between or (lambda: None)))
+            return {**min(races, key=_ratio_or_none), "races": len(races)}
     finally:
         torch.set_num_threads(threads)
         if collecting:
             gc.enable()
+
+
+def _ratio_or_none(report):
+    """The race's ratio, or infinity where it cannot be read (nothing timed): the worst of races."""
+    return median_ratio(report) if report["student_s"] and min(report["kit_s"]) > 0 else float("inf")
+
+
+def _near_miss(report):
+    return LIMIT < _ratio_or_none(report) < AGAIN_BELOW
 
 
 def _rounds(forward, device, between):
@@ -148,7 +157,8 @@ def verdict(report):
                        "more threads than the grader set (torch.set_num_threads, a thread of its own), so the "
                        "timing does not count")
     ratio = median_ratio(report)
-    again = ", the better of two races: the first was a near miss" if report.get("races") == 2 else ""
+    races = report.get("races", 1)
+    again = f", the best of {races} races: the first was a near miss" if races > 1 else ""
     timing = (f"{statistics.median(report['student_s']) * 1e3:.1f} ms per forward against the kit's "
               f"{statistics.median(report['kit_s']) * 1e3:.1f} ms: {ratio:.2f} times as long (median of {rounds} "
               f"round{'s' if rounds > 1 else ''}{'' if rounds == ROUNDS else ', cut short'}{again}; {size})")
