@@ -104,11 +104,6 @@ def classroom_workflow(config: CourseConfig | None = None, root: Path = KIT_ROOT
     return "\n".join(lines) + "\n"
 
 
-def _users(config: CourseConfig, given: int) -> list[int]:
-    """The taught stages whose code imports the given stage's."""
-    return [n for n in config.stages if STAGES[given].module in STAGES[n].builds_on]
-
-
 def handout_readme(config: CourseConfig, root: Path = KIT_ROOT) -> str:
     rows = "\n".join(f"| {n} | {STAGES[n].title} | `attention_lab/{STAGES[n].module}.py` | {config.max_points(n)} |"
                      for n in config.stages)
@@ -116,7 +111,7 @@ def handout_readme(config: CourseConfig, root: Path = KIT_ROOT) -> str:
     every = ("plain `pytest` runs every stage" if set(config.stages) == set(STAGES) else  # the course's stages only
              "`-m \"" + " or ".join(f"stage{n}" for n in config.stages) + "\"` runs this course's stages")
     given = "".join(f"\nStage {n} ({STAGES[n].title}) is given: `attention_lab/{STAGES[n].module}.py` holds the "
-                    f"kit's own code of it, which stage(s) {', '.join(map(str, _users(config, n)))} import. You do "
+                    f"kit's own code of it, which stage(s) {', '.join(map(str, config.users_of(n)))} import. You do "
                     "not write it; leave it as it is.\n" for n in config.given)
     other = [n for n in STAGES if n not in config.stages and n not in config.given]
     if other:  # the handout holds every stage's files; say which are not this course's

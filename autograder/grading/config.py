@@ -73,6 +73,10 @@ class CourseConfig:
         needed = {m for n in picked for m in STAGES[n].builds_on}
         return [STAGES[n].module for n in self.given if n not in picked and STAGES[n].module in needed]
 
+    def users_of(self, given: int) -> list[int]:
+        """The taught stages whose code imports the given stage's module."""
+        return [n for n in self.stages if STAGES[given].module in STAGES[n].builds_on]
+
     def teaching(self, stages) -> "CourseConfig":
         """This course with ``stages`` taught instead (``--stage``): the given stages that those build
         on stay given, the others are dropped; refused (UsageError) as a file would be."""
@@ -236,7 +240,7 @@ GIVEN_MARK = "# Given in this course:"
 
 
 def _given_header(config, module) -> str:
-    users = ", ".join(str(n) for n in config.stages if module in STAGES[n].builds_on)
+    users = ", ".join(map(str, config.users_of(STAGE_OF[module])))
     return (f"{GIVEN_MARK} stage {STAGE_OF[module]} is not taught, and this file is the kit's own code of it,\n"
             f"# which stage(s) {users} import. You do not write it; keep it as it is. Its docstring describes\n"
             "# the stage as the kit teaches it elsewhere: here nothing of it is graded.\n")
@@ -289,9 +293,8 @@ def effective_table(config) -> str:
     lines = [f"course configuration: {config.path or f'none ({FILE} not found): the defaults'}",
              f"stages taught: {', '.join(map(str, config.stages))}"]
     for n in config.given:
-        users = [str(s) for s in config.stages if STAGES[n].module in STAGES[s].builds_on]
         lines.append(f"given: stage {n} ({STAGES[n].module}.py), the kit's own code, imported by stage(s) "
-                     f"{', '.join(users)}; not graded, no notebook")
+                     f"{', '.join(map(str, config.users_of(n)))}; not graded, no notebook")
     if not config.given:
         lines.append("given: none")
     checks = config.checks()

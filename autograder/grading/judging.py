@@ -202,6 +202,23 @@ def hidden_too_much(weights, visible):
     return ""
 
 
+TOO_LITTLE = "some attention weight above the diagonal is nonzero: a future token is visible (the mask hides too little)"
+
+
+def mask_problem(weights, visible):
+    """What is wrong with the mask behind attention weights of shape (batch, T, T) after dropout
+    (``visible``: (T, T), True where a query may see a key), in words; "" when nothing. Hiding too much
+    (``hidden_too_much``: a row of nan, or a key that never gets weight), too little (weight where a key is
+    not visible) and both at once (the wrong tokens) each have their own sentence. nan is neither 0 nor
+    weight: a row of nan is hidden_too_much's to name, not a visible future."""
+    hidden = hidden_too_much(weights, visible)
+    seen = bool(((weights != 0) & weights.isfinite())[..., ~visible].any())
+    if hidden and seen:
+        return (f"{hidden}, and some weight above the diagonal is nonzero, so a future token is visible too: the "
+                "mask hides the wrong tokens (the wrong way round: tril where triu belongs, or 0 and 1 swapped?)")
+    return hidden or (TOO_LITTLE if seen else "")
+
+
 def check_dropout(out, p, what):
     """Judge the output of ``dropout_report``: see ``probes.common.dropout_weights``."""
     expect(out.dim() == 3, f"{what}: the output of a batch of shape (batch, tokens, dim) has shape "
@@ -211,19 +228,9 @@ def check_dropout(out, p, what):
            f"({max(b, 1)}, {T}, {T + 1})")
     weights, total = out[..., :T].double(), out[..., T].double()
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool)).expand(b, T, T)
-    # A mask can hide too much or too little; each has its own message, the first before the second,
-    # since a row with every key hidden is nan, and nan is not 0 above the diagonal either.
-    # nan is neither 0 nor weight: a row of nan is hidden_too_much's to name
-    hidden = hidden_too_much(weights, causal[0])
-    future_seen = bool(((weights != 0) & weights.isfinite())[~causal].any())
-    if hidden and future_seen:  # both at once: the mask hides the wrong tokens
-        raise Fail(f"{what}: in train mode {hidden}, and some weight above the diagonal is nonzero, so a future "
-                   "token is visible too: the mask hides the wrong tokens (the wrong way round: tril where triu "
-                   "belongs, or 0 and 1 swapped?)")
-    if hidden:
-        raise Fail(f"{what}: in train mode {hidden}")
-    expect(not future_seen, f"{what}: in train mode some attention weight above the diagonal "
-           "is nonzero: a future token is visible (the mask hides too little)")
+    problem = mask_problem(weights, causal[0])
+    if problem:
+        raise Fail(f"{what}: in train mode {problem}")
     expect_finite(out, f"{what}: the output in train mode")
     uniform = (1.0 / torch.arange(1, T + 1, dtype=torch.float64)).view(1, T, 1).expand(b, T, T)
     kept = causal & (weights != 0)

@@ -16,7 +16,7 @@ from ..probes.common import DROPOUT_P
 from ..probes.stage9 import BAND_WINDOW
 from ..public import book
 from ..public.pictures import TOKENS, Picture, bars, heatmap, listing, row_sum_problem, weight_pictures
-from .judging import hidden_too_much
+from .judging import TOO_LITTLE, mask_problem
 
 LEAK_LIMIT = 1e-6  # |d out[t] / d x[s]| relative to the largest: what the leak judge counts as a leak
 
@@ -74,14 +74,16 @@ def dropout_map(obs, what) -> list[Picture]:
     seen = float(ratio[kept].median()) if kept.any() else 0.0
     dropped = float(1 - kept.sum() / (~future).sum())
     seen_future = bool((future & (ratio != 0) & ratio.isfinite()).any())
-    too_much = hidden_too_much(out[..., :T].double(), torch.ones(T, T, dtype=torch.bool).tril())
+    # the judge's own words where the mask hides what it should not; too little is the red cells' to show
+    problem = mask_problem(out[..., :T].double(), torch.ones(T, T, dtype=torch.bool).tril())
+    hides = problem if problem != TOO_LITTLE else ""
     # kept, but not scaled by 1/(1-p); unreadable when the future is visible (the weights before dropout
     # are then not 1/(t+1): the mask is the bug, not the scale)
     misscaled = kept & ((ratio - scale).abs() > 1e-3 * scale) & (not seen_future)
     return [heatmap(ratio, list(range(n)), list(range(n)), f"{what}: dropout on the weights (p = {DROPOUT_P})",
                     forbidden=future, flagged=(future & (ratio != 0)) | misscaled, scale=max(scale, seen, 1e-9),
                     kind="dropout",
-                    note=(too_much if too_much else
+                    note=(hides if hides else
                           "red: weights in the future (above the diagonal) in train mode: the causal mask is "
                           "not applied, so the scale of the kept weights cannot be read" if seen_future else
                           f"white: dropped ({dropped:.0%} of the weights in these {n} rows; about {DROPOUT_P:.0%} "

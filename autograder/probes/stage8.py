@@ -210,6 +210,19 @@ def decode(module, x, pieces, device, what):
     return {"out": torch.cat(outs, dim=1), "shapes": shapes, "cache": [plain(t, "the cache") for t in cache]}
 
 
+def context_edge(module, first, then, device, split_result=split, tokens_at=(2, 4)):
+    """Feed ``first`` to ``module``, then ``then`` with the cache it returned (tokens that fill its context
+    exactly, or one more): whether the second call raised, and how many tokens the cache held (its keys', or
+    the latents' of ``split_result``: dimension ``tokens_at[0]`` of a tensor of rank ``tokens_at[1]``; -1 where
+    that cannot be read). Only a cache holding just what was fed measures the edge; one that holds more is the
+    cache checks' to name. Judged by ``judging.check_context_edges``."""
+    _, kept = split_result(module(first.to(device).clone()))
+    tokens = kept[0] if isinstance(kept, (tuple, list)) else kept  # (keys, values), or one tensor of latents
+    dim, rank = tokens_at
+    return {**raised(lambda: module(then.to(device).clone(), kept), any_error=True),
+            "held": tokens.shape[dim] if tokens.dim() == rank else -1}
+
+
 @PROBES.add("s8.cache")
 def cache(lab, device):
     def cached():
@@ -225,12 +238,7 @@ def cache(lab, device):
         return decode(module, Y, one_by_one, device, "a second sequence, started again with cache=None")["out"]
 
     def after_six(more):  # 6 + 4 tokens fill CONTEXT exactly; 6 + 5 are one past it
-        module = cached()
-        _, kept = split(module(X[:, :6].to(device).clone()))
-        # how many tokens the cache holds: only a cache of the 6 fed measures the edge (one that holds more is
-        # s8.cache.incremental's to name)
-        return {**raised(lambda: module(Y[:, :more].to(device).clone(), kept), any_error=True),
-                "held": kept[0].shape[2] if kept[0].dim() == 4 else -1}
+        return context_edge(cached(), X[:, :6], Y[:, :more], device)
 
     return {"steps": attempt(lambda: decode(cached(), X, one_by_one, device, "one token at a time")),
             # the same layer's own full forward: a report's picture of each decoded position's error

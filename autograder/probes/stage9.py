@@ -11,7 +11,7 @@ from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes,
 from .stage3 import D_IN
 from .stage3 import X as X4
 from .stage4 import mha_weights
-from .stage8 import Output, decode, gqa_weights, shown_weights, split
+from .stage8 import Output, context_edge, decode, gqa_weights, shown_weights, split
 
 PROBES = Probes(library_attention=True)
 
@@ -124,10 +124,7 @@ def rope_gqa_cache(lab, device):
 def rope_gqa_limits(lab, device):
     """The context edges with a cache, in a context of 10: 6 tokens then 4 fill it exactly, 6 then 5 are one past."""
     def after_six(more):
-        module = rope_gqa(lab, context=10).to(device).eval()
-        _, kept = split(module(X[:, :6].to(device).clone()))
-        return {**raised(lambda: module(X[:, 6:6 + more].to(device).clone(), kept), any_error=True),
-                "held": kept[0].shape[2] if kept[0].dim() == 4 else -1}  # as in stage 8's probe
+        return context_edge(rope_gqa(lab, context=10).to(device).eval(), X[:, :6], X[:, 6:6 + more], device)
 
     return {"fits": attempt(after_six, 4), "past": attempt(after_six, 5)}
 
@@ -330,10 +327,8 @@ def mla_cache(lab, device):
         return {"out": torch.cat(outs, dim=1), "shapes": shapes, "cache": plain(cache, "the cache")}
 
     def after_eight(more):  # in a context of 10, 8 cached + 2 new fill it exactly; 8 + 3 are one past
-        module = mla(lab, context=10).to(device).eval()
-        _, kept = split_latent(module(X[:, :8].to(device).clone()))
-        return {**raised(lambda: module(X[:, 8:8 + more].to(device).clone(), kept), any_error=True),
-                "held": kept.shape[1] if isinstance(kept, torch.Tensor) and kept.dim() == 3 else -1}  # as in stage 8
+        return context_edge(mla(lab, context=10).to(device).eval(), X[:, :8], X[:, 8:8 + more], device,
+                            split_latent, tokens_at=(1, 3))
 
     return {"steps": attempt(steps, (1,) * FULL), "pieces": attempt(steps, PIECES),
             "overflow": attempt(after_eight, 3), "fits": attempt(after_eight, 2)}

@@ -67,28 +67,25 @@ def race(forward, device="cpu", between=None):
     try:
         torch.set_num_threads(min(threads, THREADS))
         with torch.no_grad():
+            between = between or (lambda: None)
             started = time.perf_counter()
-            races = [_rounds(forward, device, between or (lambda: None))]
+            races = [_rounds(forward, device, between)]
             # A near miss is raced again and the best race counts: a burst of other work on the
             # machine (a busy laptop, a loaded CI runner) must not fail a layer that is fast enough,
             # and a layer that is really slower stays slower in every race.
-            while len(races) < RACES and _near_miss(min(races, key=_ratio_or_none)) and (
+            while len(races) < RACES and LIMIT < min(map(_race_ratio, races)) < AGAIN_BELOW and (
                     (time.perf_counter() - started) * (len(races) + 1) / len(races) < RACING_S):
-                races.append(_rounds(forward, device, between or (lambda: None)))
-            return {**min(races, key=_ratio_or_none), "races": len(races)}
+                races.append(_rounds(forward, device, between))
+            return {**min(races, key=_race_ratio), "races": len(races)}
     finally:
         torch.set_num_threads(threads)
         if collecting:
             gc.enable()
 
 
-def _ratio_or_none(report):
+def _race_ratio(report):
     """The race's ratio, or infinity where it cannot be read (nothing timed): the worst of races."""
     return median_ratio(report) if report["student_s"] and min(report["kit_s"]) > 0 else float("inf")
-
-
-def _near_miss(report):
-    return LIMIT < _ratio_or_none(report) < AGAIN_BELOW
 
 
 def _rounds(forward, device, between):
