@@ -237,13 +237,12 @@ def test_graded_as_an_ordinary_user(root, tmp_path):
     """The grader itself run by an ordinary user (not root told not to drop): the hostile entries
     that only the kernel stops are contained, and the reference gets full marks.
 
-    Python here may live under /root, which an ordinary user cannot enter: the test gives the
-    grading process a mount namespace where it can (as a container would), then drops to nobody."""
+    Python here may live under /root, and the checkout in a folder of mktemp -d (0700), which an ordinary
+    user cannot enter: the test gives the grading process a mount namespace where it can (as a container
+    would, ``way_in_for_others``), then drops to nobody."""
     needs(workspace.is_root(), "needs root, to become an ordinary user")
     needs(world.landlock_abi() > 0, "this kernel has no Landlock")
     needs(shutil.which("unshare") and shutil.which("setpriv"), "needs util-linux's unshare and setpriv")
-    base = Path(os.path.realpath(sys.base_prefix))
-    closed = next((p for p in [*reversed(base.parents), base] if not os.stat(p).st_mode & 0o001), None)
     shared = Path("/tmp") / f"attention-lab-ordinary-{os.getpid()}"
     shared.mkdir(mode=0o755)
     try:
@@ -266,11 +265,10 @@ def test_graded_as_an_ordinary_user(root, tmp_path):
         (shared / "tmp").chmod(0o1777)
         run = (f"setpriv --reuid {ORDINARY_UID} --regid {ORDINARY_UID} --clear-groups "
                f"--inh-caps=-all {sys.executable} {script} {json.dumps(json.dumps(cases))} {root}")
-        if closed is not None:  # lay the way to Python open, in this command's own mount namespace
-            inner = base.relative_to(closed)
-            run = (f"mkdir -p {shared}/stash && mount --bind {closed / inner.parts[0]} {shared}/stash && "
-                   f"mount -t tmpfs -o mode=0755 tmpfs {closed} && mkdir {closed / inner.parts[0]} && "
-                   f"mount --move {shared}/stash {closed / inner.parts[0]} && exec {run}")
+        # Python, its environment and the kit, laid open in this command's own mount namespace
+        needed = [Path(os.path.realpath(p)) for p in (sys.base_prefix, sys.prefix)] + [root / "autograder",
+                                                                                       root / "solutions"]
+        run = " && ".join([*way_in_for_others(needed, shared / "stash"), f"exec {run}"])
         done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", run], cwd=shared,
                               capture_output=True, text=True, timeout=600,
                               env={**os.environ, "HOME": str(shared / "tmp"), "TMPDIR": str(shared / "tmp")})
@@ -290,6 +288,27 @@ def test_graded_as_an_ordinary_user(root, tmp_path):
         assert not written, f"written as an ordinary user: {written}"
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def way_in_for_others(needed, stash):
+    """Shell commands that, run as root in a mount namespace of its own, let any user reach ``needed``
+    where a folder on the way is closed to others (Python under /root; a checkout made by mktemp -d,
+    0700): the outermost such folder becomes a world-readable tmpfs holding only bind mounts of its
+    children on the way, as a container would lay it out. Nothing outside the namespace changes."""
+    children = {}
+    for path in needed:
+        closed = next((p for p in [*reversed(path.parents), path] if os.stat(p).st_mode & 0o005 != 0o005), None)
+        if closed is not None:
+            assert closed != path, f"{path} itself is closed to others: nothing inside it could be reached"
+            children.setdefault(closed, set()).add(path.relative_to(closed).parts[0])
+    commands = []
+    for i, (closed, names) in enumerate(sorted(children.items())):
+        names = sorted(names)
+        spots = [stash / f"{i}-{j}" for j in range(len(names))]
+        commands += [f"mkdir -p {spot} && mount --bind {closed / name} {spot}" for spot, name in zip(spots, names)]
+        commands.append(f"mount -t tmpfs -o mode=0755 tmpfs {closed}")
+        commands += [f"mkdir {closed / name} && mount --move {spot} {closed / name}" for spot, name in zip(spots, names)]
+    return commands
 
 
 ORDINARY_SCRIPT = '''
