@@ -44,6 +44,12 @@ STAGES = {
               "rotary position embeddings, sliding-window attention with a bounded cache, multi-head latent "
               "attention, and what each cache costs in bytes",
               builds_on=("modern",)),  # RopeGroupedQueryAttention extends stage 8's GroupedQueryAttention
+        Stage(10, "gpt", "a GPT built from your own attention",
+              "LayerNorm, GELU and the feed-forward network, pre-norm Transformer blocks, the GPT model loading "
+              "trained weights, greedy generation with and without a KV cache, a few steps of training",
+              # its blocks hold stage 4's attention, and its cached twin stage 8's; stage 4's module imports stage
+              # 3's, so a course that gives stage 4 gives stage 3 too (or teaches it)
+              builds_on=("causal", "multihead", "modern")),
     )
 }
 

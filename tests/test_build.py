@@ -1,7 +1,9 @@
 """The build: stubs and the public checks' helper come from solutions/; golden data from the reference."""
 import pytest
 
-from autograder.authoring.build import drift, planned_files
+import torch
+
+from autograder.authoring.build import drift, golden_drift, planned_files
 from autograder.curriculum import STAGES
 from autograder.errors import BuildError
 from autograder.grading.registry import all_checks, max_points
@@ -11,6 +13,16 @@ from autograder.markers import strip_solutions
 def test_committed_files_match_a_fresh_build(root):
     problems = drift(root)
     assert not problems, "run `attention-lab build` and commit:\n" + "\n".join(problems)
+
+
+def test_golden_drift_forgives_another_cpus_last_bits_but_not_a_change():
+    stored = {"logits": torch.linspace(-12.0, 12.0, 81)}
+    ulps = stored["logits"] + 4 * torch.finfo(torch.float32).eps * 12.0 * torch.tensor([(-1.0) ** i for i in range(81)])
+    assert golden_drift({"logits": ulps}, stored) == []
+    changed = stored["logits"].clone()
+    changed[40] += 1e-3
+    assert golden_drift({"logits": changed}, stored) == ["golden.logits: the reference now computes other numbers"]
+    assert golden_drift({"tokens": torch.tensor([1, 2])}, {"tokens": torch.tensor([1, 3])}) != []
 
 
 def test_stubs_hold_no_solution_code(root):

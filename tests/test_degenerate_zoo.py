@@ -26,6 +26,7 @@ FLOAT64_KEEPS = {
     "count_parameters": "2360064.0 is the right count; a count as a float is still that number",
     "rope_tables": "the tables' values are the contract; apply_rope casts them to the dtype of what it rotates",
     "kv_cache_bytes": "131072.0 bytes are 131072 bytes; a count as a float is still that number",
+    "train_steps": "its contract is a list of Python floats, and a Python float is float64 already",
 }
 
 

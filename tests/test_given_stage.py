@@ -100,3 +100,23 @@ def test_nbgrader_import_puts_every_point_in_the_gradebook(root, tmp_path):
     hand_in(course / "release" / ASSIGNMENT, course / "submitted" / "ann" / ASSIGNMENT, perfect(root))
     run(course, sys.executable, "-m", "autograder.cli", "nbgrader", "import", ".", "--config", str(tmp_path / FILE))
     assert gradebook(course, ("ann",))["ann"] == FULL
+
+
+GPT_COURSE = from_data({"stages": [10], "given": [3, 4, 8]})  # stage 10 alone: its model is made of stages 3, 4 and 8
+
+
+def test_a_gpt_course_gives_every_point_with_grade_and_gradescope(root, tmp_path):
+    """Stage 10 taught alone, the stages its code imports given: a perfect student who wrote gpt.py only
+    gets every point, from the handout (the other files stubs) and from Gradescope (gpt.py alone)."""
+    gpt = reference_code(root)["gpt"]
+    folder = tmp_path / "bo"
+    shutil.copytree(root / "assignments" / "attention_lab", folder / "attention_lab")
+    (folder / "attention_lab" / "gpt.py").write_text(gpt)
+    full = {10: GPT_COURSE.max_points(10)}
+    graded = grade(folder, config=GPT_COURSE)
+    assert {n: t.points for n, t in stage_totals(graded.results).items()} == full
+    archive = tmp_path / "autograder.zip"
+    export_gradescope(archive, GPT_COURSE)
+    proc, results = autograde(archive, tmp_path / "gs", lambda submission: (submission / "gpt.py").write_text(gpt))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sum(t["score"] for t in results["tests"] if stage_of(t) == 10) == full[10]

@@ -70,7 +70,7 @@ def test_cli_reference_full_marks_and_gradescope_json(root, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert f"Total {max_points()}/{max_points()} points" in proc.stdout
     for n in STAGES:
-        assert f"Stage {n}" in proc.stdout
+        assert re.search(rf"^Stage +{n}  ", proc.stdout, re.M), n
     data = json.loads(out.read_text())
     assert data["score"] == max_points()
     assert len(data["tests"]) == len(all_checks())

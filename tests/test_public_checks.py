@@ -20,7 +20,7 @@ PUBLIC = ROOT / "assignments" / "tests"
 SOLUTIONS = ROOT / "solutions"
 ENV_VAR = "ATTENTION_LAB_SUBMISSION"
 STAGES = sorted(REGISTERED)  # every stage the kit grades has public checks
-HIDDEN = ("golden", "jacobian", "known_weights", "state_dict", "leak_report", "dropout_report", "autograder")
+HIDDEN = ("golden", "jacobian", "known_weights", "state_dict_report", "leak_report", "dropout_report", "autograder")
 
 
 class PytestRun:

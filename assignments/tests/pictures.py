@@ -352,3 +352,60 @@ def show_attention(layer_or_function, inputs=None, tokens=TOKENS, causal=None):
         raise ValueError(f"{name} computed no attention weights that could be seen: it called no softmax over a "
                          "square matrix of scores (nor F.scaled_dot_product_attention)")
     return weight_pictures(weights, tokens, f"{name}: who attends to whom", causal=causal)
+
+
+# ---------------------------------------------------------------- the heads of a whole model (stage 10)
+
+def attention_by_block(model, ids):
+    """The attention weights of every block of a GPT (``model.trf_blocks``, each with an ``att``) for the
+    token ids ``ids`` (1, n): each block's own attention layer, run again by ``attention_of`` on what the
+    model gave it. Returns (layers, heads, n, n)."""
+    blocks = getattr(model, "trf_blocks", None)
+    if not isinstance(blocks, (torch.nn.Sequential, torch.nn.ModuleList)):
+        raise ValueError("the model has no trf_blocks to look into")
+    given = []
+    hooks = [b.att.register_forward_pre_hook(lambda layer, args: given.append((layer, args[0])))
+             for b in blocks if isinstance(getattr(b, "att", None), torch.nn.Module)]
+    try:
+        with torch.no_grad():
+            model(ids)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    found = []
+    for layer, x in given:
+        _, weights = attention_of(layer, x)
+        if weights is None or weights.dim() != 3:
+            raise ValueError("the attention weights of a block could not be seen")
+        found.append(weights)
+    return torch.stack(found)
+
+
+def _diagonal_share(w, back):
+    """How much of its attention each query gives the key ``back`` tokens before it, on average."""
+    return float(w.diagonal(-back, dim1=-2, dim2=-1).mean()) if back < w.shape[-1] else 0.0
+
+
+def head_pictures(weights, labels, period=None, every=False) -> Pictures:
+    """Heatmaps of a model's heads, ``weights`` (layers, heads, n, n), with ``labels`` for the tokens. By
+    default two: the first layer's head that looks most at the previous token, and, for text that repeats
+    every ``period`` tokens, the last layer's head that looks most at the token after the earlier copy of
+    the current one (an induction head). ``every``: all heads."""
+    w = weights.detach().to("cpu", torch.float64)
+    labels = [("\u2423" if t == " " else t) for t in labels]
+    if every:
+        chosen = [(layer, head, "") for layer in range(w.shape[0]) for head in range(w.shape[1])]
+    else:
+        previous = max(range(w.shape[1]), key=lambda h: _diagonal_share(w[0, h], 1))
+        chosen = [(0, previous, "the previous-token head: each character looks at the one before it")]
+        if period:
+            last = w.shape[0] - 1
+            induction = max(range(w.shape[1]), key=lambda h: _diagonal_share(w[last, h], period - 1))
+            chosen.append((last, induction, f"an induction head: each character looks at what came after it "
+                                            f"last time, {period - 1} tokens back"))
+    found = Pictures()
+    for layer, head, what in chosen:
+        found.append(heatmap(w[layer, head], labels, labels, f"layer {layer}, head {head}", scale=1.0, kind="heads",
+                             forbidden=torch.ones_like(w[layer, head], dtype=torch.bool).triu(1),
+                             note=what or "outlined: the future, which a causal head never sees"))
+    return found

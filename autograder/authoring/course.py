@@ -62,8 +62,8 @@ def planned_course(assignment: str = DEFAULT_ASSIGNMENT, root: Path = KIT_ROOT, 
     stubs.update({f"{m}.py": code.encode() for m, code in given_code(config, root=root).items()})
     for name, content in sorted(stubs.items()):
         files[f"{source}/attention_lab/{name}"] = content
-    for path in sorted((root / "assignments" / "tests").glob("*.py")):
-        files[f"{source}/tests/{path.name}"] = path.read_bytes()
+    for path in sorted(p for p in (root / "assignments" / "tests").iterdir() if p.suffix in (".py", ".pt")):
+        files[f"{source}/tests/{path.name}"] = path.read_bytes()  # the checks, their helpers, stage 10's weights
     for number in config.stages:
         stage = STAGES[number]
         solution = (root / "solutions" / "attention_lab" / f"{stage.module}.py").read_text()
@@ -210,6 +210,8 @@ def stage_notebook(stage, solution: str, config=None) -> dict:
         imported, shown = LOOK[stage.number]
         cells += [_markdown(f"{stage.module}-look-intro", LOOK_TEXT),
                   _code(f"{stage.module}-look", LOOK_CELL.format(module=stage.module, imported=imported, shown=shown))]
+    for name, text, code in TRY.get(stage.number, ()):
+        cells += [_markdown(f"{stage.module}-{name}-intro", text), _code(f"{stage.module}-{name}", code)]
     cells += [
         _markdown(f"{stage.module}-graded-intro", GRADED_TEXT.format(points=points, n=len(checks))),
     ]
@@ -313,6 +315,82 @@ try:
     display(show_attention({shown}))  # noqa: F821  (display: IPython's, in every notebook)
 except NotImplementedError as exc:
     print(f"Not written yet ({{exc!r}}): fill in the code above, run its cell, then run this one again.")"""
+
+# stage -> cells that put the stage's code to work, after the self-check: (name, Markdown, code)
+TRY = {10: [
+    ("writes", """\
+## Your model writes
+
+The kit trained a tiny GPT (2 layers, 64 wide, 4 heads, one character per token) on text that
+repeats: a word, again and again. Its weights load into *your* `GPTModel`, and your
+`generate_greedy` writes with them. Then the same with your `CachedGPTModel` and `generate_cached`:
+the same text, and the time each takes per token.
+""", """\
+import sys
+import time
+import torch
+sys.path.insert(0, "tests")  # the public checks' folder holds the tiny model and the drawing helpers
+import tiny_gpt
+from attention_lab.gpt import CachedGPTModel, GPTModel, generate_cached, generate_greedy, train_steps
+
+try:
+    prompt, context = tiny_gpt.encode(tiny_gpt.SAMPLE), tiny_gpt.CONFIG["context_length"]
+    for name, build, loop in (("without a cache", GPTModel, generate_greedy),
+                              ("with a KV cache", CachedGPTModel, generate_cached)):
+        model = build(tiny_gpt.CONFIG)
+        model.load_state_dict(tiny_gpt.weights())
+        model.eval()
+        start = time.perf_counter()
+        written = loop(model, prompt, 30, context)
+        per_token = (time.perf_counter() - start) / 30 * 1000
+        print(f"{name}: {tiny_gpt.decode(written)!r} ({per_token:.1f} ms per token)")
+except NotImplementedError as exc:
+    print(f"Not written yet ({exc!r}): fill in the code above, run its cell, then run this one again.")"""),
+    ("train", """\
+## Train one yourself
+
+A fresh model of the same size, trained with your `train_steps` for 600 steps (about half a
+minute on a laptop's CPU). Watch the loss: it falls in a rush once the model finds out that
+it can copy, the moment an *induction head* forms.
+""", """\
+from pictures import bars
+
+torch.manual_seed(0)
+fresh = GPTModel(tiny_gpt.CONFIG)
+optimizer = torch.optim.AdamW(fresh.parameters(), lr=3e-3, weight_decay=0.01)
+losses, steps, chunk, start = [], 600, 20, time.perf_counter()
+try:
+    for done in range(0, steps, chunk):
+        batches = [tiny_gpt.task_batch(32, seed=done + i) for i in range(chunk)]
+        losses += train_steps(fresh, batches, optimizer, chunk)
+        bar = "#" * (30 * (done + chunk) // steps)
+        print(f"\\r[{bar:<30}] step {done + chunk}/{steps}, loss {losses[-1]:.3f}, "
+              f"{time.perf_counter() - start:.0f} s", end="", flush=True)
+    print()
+    means = [sum(losses[i:i + chunk]) / chunk for i in range(0, steps, chunk)]
+    display(bars(means, [str(i + chunk) if (i // chunk) % 5 == 4 else "" for i in range(0, steps, chunk)],  # noqa: F821
+                 f"your model's loss, {chunk} steps to a bar", axis="training step",
+                 note="the first time through a word nothing can be predicted: about 0.6 of loss stays for good"))
+except NotImplementedError as exc:
+    print(f"Not written yet ({exc!r}): fill in train_steps above, run its cell, then run this one again.")"""),
+    ("heads", """\
+## Look at its heads
+
+Every head of the model you just trained, on a word written twice and a half, computed by your own
+attention. Look for a head in layer 0 that looks at the previous character (a line just below the
+diagonal), and one in layer 1 that looks at the character that came *after* the current one last
+time (a line as many tokens back as the word is long, less one): an induction head.
+""", """\
+from pictures import attention_by_block, head_pictures
+
+sample = "quartz quartz quar"
+try:
+    weights = attention_by_block(fresh.eval(), tiny_gpt.encode(sample))
+    display(head_pictures(weights, list(sample), period=sample.index(" ") + 1))  # noqa: F821
+    display(head_pictures(weights, list(sample), every=True))  # noqa: F821
+except NotImplementedError as exc:
+    print(f"Not written yet ({exc!r}): fill in the code above, run its cell, then run this one again.")"""),
+]}
 
 GRADED_TEXT = """\
 ## Graded checks ({points} points, {n} checks)

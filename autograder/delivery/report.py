@@ -46,13 +46,14 @@ def render_table(results, seconds, verbose=False, color=False):
     lines = []
     totals = stage_totals(results)
     width = max((len(STAGES[stage].title) for stage in totals), default=0)
+    digits = max((len(str(stage)) for stage in totals), default=1)  # "Stage  9" above "Stage 10": the titles align
     for stage, t in totals.items():
         s = STAGES[stage]
         mine = [r for r in results if r.stage == stage]
         status = paint(f"{t.points:>3}/{t.max_points:<3}", "32" if t.points == t.max_points else
                        "31" if t.points == 0 else "33")
         quiet = not verbose and untouched(mine)
-        lines.append(f"Stage {stage}  {s.title:<{width}} {status} {t.passed:>2}/{t.checks} checks passed   "
+        lines.append(f"Stage {stage:>{digits}}  {s.title:<{width}} {status} {t.passed:>2}/{t.checks} checks passed   "
                      f"({s.module}.py)" + ("   not started" if quiet else ""))
         for r in [] if quiet else mine:
             if r.passed and not verbose:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import torch
 
 from ..probes.common import DROPOUT_P
+from ..probes.stage10 import HEADS_SAMPLE
 from ..probes.stage9 import BAND_WINDOW
 from ..public import book
-from ..public.pictures import TOKENS, Picture, bars, heatmap, listing, row_sum_problem, weight_pictures
+from ..public.pictures import TOKENS, Picture, bars, head_pictures, heatmap, listing, row_sum_problem, weight_pictures
 from .judging import TOO_LITTLE, mask_problem
 
 LEAK_LIMIT = 1e-6  # |d out[t] / d x[s]| relative to the largest: what the leak judge counts as a leak
@@ -173,6 +174,16 @@ def moved_and_left(obs, what) -> list[Picture]:
     return [listing(rows, f"{what}: what .to(device) moved", "moved", "stayed behind on the cpu", "device")]
 
 
+def trained_heads(obs) -> list[Picture]:
+    """Two heads of the kit's trained model, computed by the student's own attention: the previous-token
+    head and the induction head, on a word written twice and a half."""
+    weights = _tensor(obs, "heads")
+    n = len(HEADS_SAMPLE)
+    if weights is None or weights.dim() != 4 or tuple(weights.shape[-2:]) != (n, n) or not bool(weights.isfinite().all()):
+        return []
+    return list(head_pictures(weights, list(HEADS_SAMPLE), period=HEADS_SAMPLE.index(" ") + 1))
+
+
 # probe -> how to draw its observation (what: the name of the student's callable)
 DRAW = {
     "s1.attention_weights_all": lambda o: book_weights(o, "attention_weights_all(inputs)", book.ATTN_WEIGHTS, False),
@@ -187,6 +198,7 @@ DRAW = {
     "s7.pe.table": lambda o: encoding_table(o, "PositionalEncoding"),
     "s8.cache": lambda o: cache_errors(o, "GroupedQueryAttention"),
     "s3.causal.state_dict": lambda o: kept_and_lost(o, "CausalAttention"),
+    "s10.gpt.trained": lambda o: trained_heads(o),
     "s9.swa.band": lambda o: leak_map(o, f"SlidingWindowAttention, window {BAND_WINDOW}", window=BAND_WINDOW),
 }
 NAMES = {"s3.causal": "CausalAttention", "s4.mha": "MultiHeadAttention", "s4.pytorch": "MultiHeadAttentionPyTorch",
@@ -194,7 +206,7 @@ NAMES = {"s3.causal": "CausalAttention", "s4.mha": "MultiHeadAttention", "s4.pyt
          "s6.mhsa": "MultiHeadSelfAttention", "s7.mha": "MultiHeadedAttention", "s7.decoder": "DecoderLayer",
          "s8.gqa": "GroupedQueryAttention", "s8.fast": "FastMultiHeadAttention", "s5": "the two layers of stage 5",
          "s7.pe": "PositionalEncoding", "s9.swa": "SlidingWindowAttention", "s9.mla": "MultiHeadLatentAttention",
-         "s9.ropegqa": "RopeGroupedQueryAttention"}
+         "s9.ropegqa": "RopeGroupedQueryAttention", "s10.gpt": "GPTModel"}
 
 
 def draw(check, obs) -> list[Picture]:

@@ -59,6 +59,9 @@ class Check:
     judge: Callable = field(compare=False, repr=False)  # judge(obs, ctx): raises Fail, or returns a note
     devices: tuple = CPU
     visibility: str = "after_published"  # Gradescope: hidden until grades are published
+    # Runs the student's code of the stages this one builds on, on purpose (stage 10's model made of the
+    # student's own attention): a slip there costs here too. Every other check prices one concept (docs/checks.md).
+    end_to_end: bool = False
 
 
 class Checks(list):
@@ -70,9 +73,9 @@ class Checks(list):
         super().__init__()
         self.stage = stage
 
-    def add(self, id, *, points, title, probe, devices=CPU, visibility="after_published"):
+    def add(self, id, *, points, title, probe, devices=CPU, visibility="after_published", end_to_end=False):
         def declare(judge):
-            self.append(Check(id, self.stage, points, title, probe, judge, tuple(devices), visibility))
+            self.append(Check(id, self.stage, points, title, probe, judge, tuple(devices), visibility, end_to_end))
             return judge
 
         return declare

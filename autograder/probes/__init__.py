@@ -10,10 +10,10 @@ kit. A child imports this package by name (``sandbox.protocol.PROBES``) and uses
 """
 from functools import lru_cache
 
-from . import stage1, stage2, stage3, stage4, stage5, stage6, stage7, stage8, stage9
+from . import stage1, stage2, stage3, stage4, stage5, stage6, stage7, stage8, stage9, stage10
 from .common import Lab, attempt  # noqa: F401  (what a child uses, with load)
 
-MODULES = (stage1, stage2, stage3, stage4, stage5, stage6, stage7, stage8, stage9)
+MODULES = (stage1, stage2, stage3, stage4, stage5, stage6, stage7, stage8, stage9, stage10)
 
 
 @lru_cache(maxsize=1)

@@ -35,19 +35,20 @@ def describe_mismatch(actual, expected, name, atol=1e-4, rtol=1e-4, reveal=True)
     expected = expected.detach().cpu().double()
     if not torch.isfinite(actual).all():
         bad = (~torch.isfinite(actual)).nonzero()[0].tolist()
-        return f"{name}{_index(bad)} is {actual[tuple(bad)].item()} (not a finite number)"
+        return f"entry {_index(bad)} of {name} is {actual[tuple(bad)].item()} (not a finite number)"
     diff = (actual - expected).abs()
     bad = diff > atol + rtol * expected.abs()
     if not bad.any():
         return None
     first = bad.nonzero()[0].tolist()
-    where = f"{name}{_index(first)}"
+    # "entry [...] of" rather than name[...]: names are often phrases ("the trained model's logits for ...")
+    where = f"entry {_index(first)} of {name}"
     if reveal:
         row = tuple(first[:-1])
         got = actual[row] if actual.dim() > 1 else actual
         want = expected[row] if expected.dim() > 1 else expected
-        label = f"{name}{_index(first[:-1])}" if actual.dim() > 1 else name
-        return f"{label} is {_fmt(got)}, expected {_fmt(want)} (first difference at {where})"
+        label = f"row {_index(first[:-1])} of {name}" if actual.dim() > 1 else name
+        return f"{label} is {_fmt(got)}, expected {_fmt(want)} (first difference at index {_index(first)})"
     # How far off, as a band of the expected values' scale, never the difference itself: with the
     # student's own value, the difference would give the hidden expected value away.
     scale = float(expected.abs().max()) or 1.0

@@ -1,0 +1,11 @@
+"""TransformerBlock forgets the shortcut around the attention: x = drop_shortcut(att(norm1(x)))."""
+MODULE = "gpt"
+LOSES = ["s10.block.forward", "s10.gpt.trained", "s10.gpt.writes"]
+MENTIONS = "no shortcut around the attention"
+ONLY = True
+
+
+class TransformerBlock(TransformerBlock):
+    def forward(self, x):
+        x = self.drop_shortcut(self.att(self.norm1(x)))
+        return x + self.drop_shortcut(self.ff(self.norm2(x)))
