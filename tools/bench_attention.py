@@ -14,29 +14,18 @@ milliseconds. Then a table of what each kind's KV cache costs per token at that 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import platform
 import statistics
-import sys
 import time
 
 import torch
 
-from autograder.paths import KIT_ROOT
-
-
-def reference():
-    """The reference package in ``solutions/`` (``attention_lab``), imported from there."""
-    sys.path.insert(0, str(KIT_ROOT / "solutions"))
-    try:
-        return [importlib.import_module(f"attention_lab.{m}") for m in ("multihead", "modern", "frontier")]
-    finally:
-        sys.path.pop(0)
+from tools.reference import reference
 
 
 def layers(args):
-    multihead, modern, frontier = reference()
+    multihead, modern, frontier = reference("multihead", "modern", "frontier")
     d, n, h = args.width, args.tokens, args.heads
     return {
         "stage 4 `MultiHeadAttention` (reference)": lambda: multihead.MultiHeadAttention(d, d, n, 0.0, h),
@@ -59,7 +48,7 @@ def cache_table(args):
     """Bytes of KV cache per token of context, for each kind at the same model size (``--layers`` of
     this width and these heads, ``--tokens`` of context, bf16): what the cache costs, from the
     reference's ``kv_cache_bytes``."""
-    frontier = reference()[2]
+    frontier, = reference("frontier")
     d, h, n = args.width, args.heads, args.tokens
     kinds = {"MHA": ("mha", {}), f"GQA, {args.kv_heads} kv heads": ("gqa", {"n_kv_heads": args.kv_heads}),
              f"MLA, latent {args.latent}": ("mla", {"latent_dim": args.latent}),

@@ -16,7 +16,7 @@ import time
 import torch
 
 from autograder.public import tiny_gpt
-from tools.train_tiny_gpt import reference_gpt
+from tools.reference import reference
 
 SIZES = {
     "tiny (the kit's trained model)": (tiny_gpt.CONFIG, 27, 37),
@@ -40,7 +40,7 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-    gpt = reference_gpt()
+    gpt, = reference("gpt")
     print(f"torch {torch.__version__}, {args.device}, {torch.get_num_threads()} threads, median of {args.repeat}\n")
     print("| model | prompt + new tokens | without a cache (ms/token) | with a KV cache (ms/token) | speed-up |")
     print("| --- | --- | ---: | ---: | ---: |")

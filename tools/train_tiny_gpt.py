@@ -10,7 +10,6 @@ which the build holds. ``--check`` trains without writing and says how well the 
 from __future__ import annotations
 
 import argparse
-import importlib
 import re
 import sys
 import time
@@ -19,18 +18,11 @@ import torch
 
 from autograder.paths import KIT_ROOT
 from autograder.public import tiny_gpt
+from tools.reference import reference
 
 SEED = 2026
 BATCH = 32
 LEARNING_RATE = 3e-3
-
-
-def reference_gpt():
-    sys.path.insert(0, str(KIT_ROOT / "solutions"))
-    try:
-        return importlib.import_module("attention_lab.gpt")
-    finally:
-        sys.path.pop(0)
 
 
 def copy_accuracy(model, seed=99, batch=64) -> float:
@@ -47,7 +39,7 @@ def copy_accuracy(model, seed=99, batch=64) -> float:
 def train(steps: int, log=print):
     torch.manual_seed(SEED)
     torch.set_num_threads(1)
-    gpt = reference_gpt()
+    gpt, = reference("gpt")
     model = gpt.GPTModel(tiny_gpt.CONFIG)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
     start = time.perf_counter()
@@ -75,7 +67,7 @@ def main(argv=None):
     parser.add_argument("--check", action="store_true", help="train, measure, write nothing")
     args = parser.parse_args(argv)
     model = train(args.steps).eval()
-    gpt = reference_gpt()
+    gpt, = reference("gpt")
     prompt = tiny_gpt.encode(tiny_gpt.SAMPLE)
     print("writes:", repr(tiny_gpt.decode(gpt.generate_greedy(model, prompt, 24, tiny_gpt.CONFIG["context_length"]))))
     if not args.check:

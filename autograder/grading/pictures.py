@@ -198,7 +198,7 @@ DRAW = {
     "s7.pe.table": lambda o: encoding_table(o, "PositionalEncoding"),
     "s8.cache": lambda o: cache_errors(o, "GroupedQueryAttention"),
     "s3.causal.state_dict": lambda o: kept_and_lost(o, "CausalAttention"),
-    "s10.gpt.trained": lambda o: trained_heads(o),
+    "s10.gpt.trained": trained_heads,
     "s9.swa.band": lambda o: leak_map(o, f"SlidingWindowAttention, window {BAND_WINDOW}", window=BAND_WINDOW),
 }
 NAMES = {"s3.causal": "CausalAttention", "s4.mha": "MultiHeadAttention", "s4.pytorch": "MultiHeadAttentionPyTorch",

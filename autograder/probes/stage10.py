@@ -126,22 +126,26 @@ class KitFeedForward(nn.Module):
         return self.outer(nn.functional.gelu(self.inner(x), approximate="tanh"))
 
 
-class KitAttention(nn.Module):
-    """Causal multi-head attention of known weights (stage 4's contract, no dropout), by PyTorch."""
+def causal_attention(x, weights, prefix, heads):
+    """Stage 4's causal multi-head attention (no dropout, no qkv bias) of the known ``weights`` under
+    ``prefix``, by PyTorch's own pieces, in ``x``'s dtype: the kit's part in the student's block, and
+    the judge's reference block."""
+    b, n, d = x.shape
+    w = {name: weights[f"{prefix}{name}"].to(x) for name in
+         ("W_query.weight", "W_key.weight", "W_value.weight", "out_proj.weight", "out_proj.bias")}
+    q, k, v = (nn.functional.linear(x, w[f"{p}.weight"]).view(b, n, heads, d // heads).transpose(1, 2)
+               for p in ("W_query", "W_key", "W_value"))
+    context = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return nn.functional.linear(context.transpose(1, 2).reshape(b, n, d), w["out_proj.weight"], w["out_proj.bias"])
 
+
+class KitAttention(nn.Module):
     def __init__(self, weights, prefix, heads):
         super().__init__()
-        self.heads = heads
-        self.w = {name: weights[f"{prefix}{name}.weight"] for name in ("W_query", "W_key", "W_value", "out_proj")}
-        self.bias = weights[f"{prefix}out_proj.bias"]
+        self.weights, self.prefix, self.heads = weights, prefix, heads
 
     def forward(self, x):
-        b, n, d = x.shape
-        q, k, v = (nn.functional.linear(x, self.w[p].to(x)).view(b, n, self.heads, d // self.heads).transpose(1, 2)
-                   for p in ("W_query", "W_key", "W_value"))
-        context = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return nn.functional.linear(context.transpose(1, 2).reshape(b, n, d), self.w["out_proj"].to(x),
-                                    self.bias.to(x))
+        return causal_attention(x, self.weights, self.prefix, self.heads)
 
 
 def known_block(lab, device, drop=0.0, weights=None):
@@ -289,14 +293,12 @@ def trained(lab, cls, device, n_layers=TINY["n_layers"]):
     return load_by_name(model, parameters, spare_biases=SPARED).to(device).eval()
 
 
-def kit_greedy(model, idx, steps, device, cached=False):
+def kit_greedy(model, idx, steps, device):
     """The kit's own greedy loop (the contract's, without a cache): the model judged apart from the student's loop."""
     idx = idx.to(device)
     for _ in range(steps):
         with torch.no_grad():
             logits = model(idx[:, -TINY["context_length"]:])
-        if cached:
-            logits = logits[0]
         idx = torch.cat([idx, plain(logits, "the logits")[:, -1].argmax(-1, keepdim=True).to(device)], dim=1)
     return plain(idx)
 
@@ -444,19 +446,18 @@ def generate(lab, device):
 
 # ---------------------------------------------------------------- training
 
-TRAIN_STEPS, TRAIN_LR, TRAIN_VOCAB, TRAIN_TOKENS = 4, 0.5, 27, 16
+TRAIN_STEPS, TRAIN_LR, TRAIN_VOCAB, TRAIN_BATCH, TRAIN_TOKENS = 4, 0.5, 27, 4, 16
 
 
 class KitLanguageModel(nn.Module):
     """The kit's own small language model (an embedding, one causal mixing of the tokens so far, a
-    head): ``train_steps`` is judged on it, apart from the student's ``GPTModel``. It records the mode of
-    every forward, and has a dropout, so that train and eval mode differ."""
+    head): ``train_steps`` is judged on it, apart from the student's ``GPTModel``. It records the mode
+    (``self.training``) of every forward, which s10.train.mode judges."""
 
     def __init__(self):
         super().__init__()
         self.embed = nn.Embedding(TRAIN_VOCAB, 8)
         self.head = nn.Linear(8, TRAIN_VOCAB)
-        self.drop = nn.Dropout(0.0)
         load_by_name(self, {"embed.weight": randn(TRAIN_VOCAB, 8, seed=131), "head.weight": randn(TRAIN_VOCAB, 8,
                                                                                                    seed=132),
                             "head.bias": randn(TRAIN_VOCAB, seed=133, scale=0.1)})
@@ -466,7 +467,7 @@ class KitLanguageModel(nn.Module):
         self.modes.append(self.training)
         x = self.embed(ids)
         so_far = x.cumsum(1) / torch.arange(1, ids.shape[1] + 1, device=ids.device)[:, None]
-        return self.head(self.drop(x + so_far))
+        return self.head(x + so_far)
 
 
 def floats(losses):
@@ -479,7 +480,7 @@ def floats(losses):
 
 
 def train_batches():
-    return [(t[:, :-1], t[:, 1:]) for t in (tiny_gpt.repeats(4, seed=s, length=TRAIN_TOKENS + 1) for s in (31, 32))]
+    return [(t[:, :-1], t[:, 1:]) for t in (tiny_gpt.repeats(TRAIN_BATCH, seed=s, length=TRAIN_TOKENS + 1) for s in (31, 32))]
 
 
 @PROBES.add("s10.train", golden=True)

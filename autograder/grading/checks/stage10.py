@@ -13,8 +13,9 @@ import torch
 import torch.nn.functional as F
 
 from ...probes.common import DROPOUT_P
-from ...probes.stage10 import (GELU_X, NORM_X, PIECES, RULE_CONTEXT, RULE_NEW, RULE_PROMPT, SMALL, TRAIN_STEPS, TRAIN_TOKENS, X,
-                               X_MANY, block_weights, ff_weights, norm_weights, rule_next)
+from ...probes.stage10 import (GELU_X, NORM_X, PIECES, PROMPTS, RULE_CONTEXT, RULE_NEW, RULE_PROMPT, SMALL, TRAIN_BATCH,
+                               TRAIN_STEPS, TRAIN_TOKENS, X, X_MANY, block_weights, causal_attention, ff_weights,
+                               norm_weights, rule_next)
 from ...public import tiny_gpt
 from ..judging import (check_eval, check_inverted_dropout, check_leak, close, expect, expect_close, expect_parameters,
                        get)
@@ -113,11 +114,7 @@ def block_from_pytorch(x, weights, layout="pre", residuals=(True, True)):
         return F.layer_norm(t, (d,), w[f"{name}.scale"], w[f"{name}.shift"], eps=1e-5)
 
     def attend(t):
-        b, n, _ = t.shape
-        q, k, v = (F.linear(t, w[f"att.{p}.weight"]).view(b, n, h, d // h).transpose(1, 2)
-                   for p in ("W_query", "W_key", "W_value"))
-        context = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, n, d)
-        return F.linear(context, w["att.out_proj.weight"], w["att.out_proj.bias"])
+        return causal_attention(t, w, "att.", h)
 
     def ff(t):
         return feed_forward(w, t, "ff.")
@@ -176,21 +173,19 @@ def block_dropout(obs, ctx):
 # ---------------------------------------------------------------- the model
 
 def small_shapes(cfg=SMALL):
+    """The parameters' shapes of ``GPTModel(cfg)`` outside the blocks' attention (see ``outside_attention``)."""
     d, v, c = cfg["emb_dim"], cfg["vocab_size"], cfg["context_length"]
     want = {"tok_emb.weight": [v, d], "pos_emb.weight": [c, d]}
     for i in range(cfg["n_layers"]):
-        want.update({f"trf_blocks.{i}.{k}": list(t.shape) for k, t in block_weights(cfg, 0).items()})
+        want.update({f"trf_blocks.{i}.{k}": list(t.shape) for k, t in block_weights(cfg, 0).items()
+                     if not k.startswith("att.")})
     want.update({"final_norm.scale": [d], "final_norm.shift": [d], "out_head.weight": [v, d]})
     return want
 
 
-def own(names):
+def outside_attention(names):
     """The names outside the blocks' attention, whose insides are stage 4's and stage 8's to judge."""
     return [str(n) for n in names if ".att." not in str(n)]
-
-
-def outside_attention(shapes):
-    return {n: v for n, v in shapes.items() if ".att." not in n}
 
 
 @CHECKS.add("s10.gpt.structure", points=2, probe="s10.gpt.structure",
@@ -203,7 +198,7 @@ def gpt_structure(obs, ctx):
     for i in range(SMALL["n_layers"]):
         expect(any(n.startswith(f"trf_blocks.{i}.att.") for n in shapes), f"GPTModel(cfg) has no parameters under "
                f"trf_blocks.{i}.att: each block's attention is its att (your stage 4 MultiHeadAttention)")
-    expect_parameters(outside_attention(shapes), outside_attention(small_shapes()), "GPTModel(cfg)",
+    expect_parameters({n: shapes[n] for n in outside_attention(shapes)}, small_shapes(), "GPTModel(cfg)",
                       hint=" (the names are the docstring's, so that a saved state_dict loads into your model)")
     count = get(obs, "count")
     # The attention's own parameters are stage 4's to count (s4.param_count): the book's figure is used for them.
@@ -217,7 +212,7 @@ def gpt_structure(obs, ctx):
            "no bias in out_head")
     expect(total - head == GPT2_TIED, f"without its out_head, GPTModel(GPT_CONFIG_124M) has {total - head:,} "
            f"parameters; the book counts {GPT2_TIED:,} (out_head: nn.Linear(emb_dim, vocab_size, bias=False))")
-    keys, cached = (set(n for n in get(obs, k) if ".att." not in n) for k in ("keys", "cached_keys"))
+    keys, cached = (set(outside_attention(get(obs, k))) for k in ("keys", "cached_keys"))
     only = sorted(keys ^ cached)
     expect(not only, f"GPTModel and CachedGPTModel save different names ({only[0] if only else ''}, ...); they "
            "should save the same, so that one state_dict loads into both")
@@ -269,7 +264,7 @@ def expect_tokens(tokens, want, what, prompt_length):
 def gpt_loads(obs, ctx):
     result = get(obs)
     # Names inside the attention are stage 4's contract, priced there (s4.mha.structure): not again here.
-    missing, unexpected, misshapen = (own(result[k]) for k in ("missing", "unexpected", "misshapen"))
+    missing, unexpected, misshapen = (outside_attention(result[k]) for k in ("missing", "unexpected", "misshapen"))
     problems = ([f"your model has no {', '.join(missing[:3])}"] if missing else []) + (
         [f"your model has {', '.join(unexpected[:3])}, which the weights do not name"] if unexpected else []) + (
         [f"your {', '.join(misshapen[:3])} {'has' if len(misshapen) == 1 else 'have'} another shape than the "
@@ -286,17 +281,14 @@ def gpt_trained(obs, ctx):
     expect_close(logits, ctx.golden["logits"], "the trained model's logits for 3 held-out prompts of 40 characters",
                  atol=1e-3, rtol=1e-3, dtype=torch.float32)
     expect_tokens(get(obs, "tokens"), ctx.golden["tokens"], "greedy text from the trained model (the kit's loop)",
-                  ctx.golden["logits"].shape[1])
+                  PROMPTS.shape[1])
 
 
 @CHECKS.add("s10.gpt.writes", points=2, probe="s10.gpt.writes", devices=NUMERIC,
             title="end to end: your generate_greedy and generate_cached write the reference's text with the trained weights", end_to_end=True)
 def gpt_writes(obs, ctx):
-    length = ctx.golden["greedy"].shape[1] - 30
-    expect_tokens(get(obs, "greedy"), ctx.golden["greedy"], "generate_greedy(GPTModel with the trained weights, ...)",
-                  length)
-    expect_tokens(get(obs, "cached"), ctx.golden["greedy"],
-                  "generate_cached(CachedGPTModel with the trained weights, ...)", length)
+    for key, call in (("greedy", "generate_greedy(GPTModel"), ("cached", "generate_cached(CachedGPTModel")):
+        expect_tokens(get(obs, key), ctx.golden["greedy"], f"{call} with the trained weights, ...)", PROMPTS.shape[1])
 
 
 @CHECKS.add("s10.cached.model", points=3, probe="s10.cached.model", devices=NUMERIC,
@@ -411,7 +403,7 @@ def train_losses(obs, ctx):
            "per step")
     what = f"the losses of {TRAIN_STEPS} steps of SGD from known weights"
     first, ratio = float(losses[0]), float(losses[0] / want[0])
-    tokens = 4 * TRAIN_TOKENS
+    tokens = TRAIN_BATCH * TRAIN_TOKENS
     expect(abs(ratio - tokens) > 1e-3 * tokens, f"{what}: your first loss is {first:.4f}, {tokens} times the "
            "reference's: the cross-entropy should be averaged over every position of the batch, not summed")
     expect(abs(ratio - 1) < 1e-4, f"{what}: your first loss is {first:.4f}, the reference's {float(want[0]):.4f}, "
