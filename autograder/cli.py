@@ -103,6 +103,8 @@ def main(argv=None):
             return 2
         if getattr(args, "require_isolation", False):
             args.course = dataclasses.replace(args.course, require_isolation=True)
+        if getattr(args, "threads", None):
+            args.course = dataclasses.replace(args.course, threads=args.threads)
         if _grades(args) and args.course.require_isolation:  # before anything is read or graded
             from .sandbox.runner import IsolationRequired, require_isolation
 
@@ -136,6 +138,8 @@ def _config_option(parser, isolation=True):
                             help="stop rather than grade where the kernel cannot confine graded code (no Landlock, "
                                  "or as root no mount namespace either); the course configuration's "
                                  "require_isolation = true does the same")
+        parser.add_argument("--threads", type=int, metavar="N", choices=range(1, 65),
+                            help="torch threads per grading child (default: 1, or the course configuration's threads)")
 
 
 def _stages(args):
@@ -168,7 +172,9 @@ def _grade(args):
     print(render_table(results, seconds, verbose=args.verbose, color=sys.stdout.isatty()))
     for note in graded.notes:
         print(f"note: {printable(note)}")
-    print("isolation: " + "; ".join(f"{k}: {v}" for k, v in graded.isolation.items() if k != "files"), file=sys.stderr)
+    from .sandbox.runner import isolation_line
+
+    print(isolation_line(graded.isolation), file=sys.stderr)
     if args.json:
         write_json(graded.gradescope(leaderboard=args.course.leaderboard), args.json)
         print(f"wrote {args.json}", file=sys.stderr)

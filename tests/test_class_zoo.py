@@ -16,12 +16,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from autograder.authoring.course import hand_in, notebook_name
+from autograder.authoring.course import notebook_name
 from autograder.curriculum import STAGES
 from autograder.grading.config import CourseConfig
 from autograder.intake.notebooks import module_cell
@@ -82,6 +83,98 @@ def deep_tree(folder: Path, depth=1100):
 
 SIMPLE = (ROOT / "solutions" / "attention_lab" / "simple.py").read_text()
 
+# Attacks on what the grader reads and removes, by a student whose stage 1 is the reference's plus this.
+FORGES_LATER_RESULTS = '''
+
+def softmax_naive(scores):
+    """Writes results for the tasks after this one (each says LEAKED) and ends the child: a grader that
+    counted whatever it finds would take them."""
+    import os
+
+    mine = int(open("current").read())  # the child's working folder is its output folder
+    forged = {"error": {"type": "Forged", "message": "LEAKED: the result of a task never run"}}
+    for index in range(mine + 1, mine + 300):
+        torch.save({"book": forged, "extra": forged}, f"{index}.pt")  # what stage 1's probes return
+    os._exit(0)
+'''
+SHARED_REFERENCES = '''
+
+_noted = {}
+_nested = [0]
+for _ in range(28):
+    _nested = [_nested] * 10_200  # one list held 10,200 times at every level: 570 KB, as pickle's memo writes it
+_softmax_naive, _softmax_stable = softmax_naive, softmax_stable
+
+
+def softmax_naive(scores):
+    _noted["task"] = open("current").read()  # which task this is (the child's working folder is its output folder)
+    return _softmax_naive(scores)
+
+
+def softmax_stable(scores):
+    """Right; and, softmax_naive's result being written by now, a result of shared references in its place:
+    its copy as a tree (what the grader once made of it) would hold 10,200 ** 28 lists."""
+    if "task" in _noted:
+        torch.save({"out": _nested}, _noted.pop("task") + ".pt")
+    return _softmax_stable(scores)
+'''
+DEEP_TREE_AT_RUN_TIME = '''
+
+import os as _os
+
+
+def _deep_tree(where, depth=1200):
+    """Folders 1,200 deep, each made read-only once the next is in it: past shutil.rmtree's recursion."""
+    here = _os.open(where, _os.O_RDONLY)
+    name = f"deep{_os.getpid()}"
+    for level in range(depth):
+        _os.mkdir(name, dir_fd=here)
+        inner = _os.open(name, _os.O_RDONLY, dir_fd=here)
+        if level:  # not ``where`` itself: the child writes its results there
+            _os.chmod(here, 0o500)
+        _os.close(here)
+        here, name = inner, "d"
+    _os.close(here)
+
+
+_deep_tree(_os.environ["HOME"])
+_deep_tree(".")  # the child's working folder: its output folder
+'''
+FILLS_HOME_AND_OUTPUT = '''
+
+import os as _os
+
+
+def _fill(where, cap=20):
+    """Files of 8 MiB, then empty ones, until the disk says no: what stopped it. At most ``cap`` of the
+    first (160 MiB, more than its home's and output folder's tmpfs hold) and 10,000 of the second, so that
+    where nothing else bounds it (a folder on a test machine's disk) the disk is spared."""
+    said = []
+    for names, data in ((range(cap), b"\\0" * 2**23), (range(cap, cap + 10_000), b"")):
+        try:
+            for n in names:
+                with open(_os.path.join(where, f"f{n}"), "wb") as f:
+                    f.write(data)
+            said.append("not full")
+        except OSError as exc:
+            said.append(exc.strerror)
+    return " and ".join(said)
+
+
+def softmax_naive(scores):
+    home, out = _fill(_os.environ["HOME"]), _fill(".")
+    for n in (0, *range(20, 40)):  # room for the child to write this task's result
+        _os.remove(f"f{n}")
+    raise RuntimeError(f"bytes and files: its home {home}; its output folder {out}")
+'''
+
+
+def hostile_simple(folder: Path, code: str) -> Path:
+    """A student whose stage 1 is the reference's with ``code`` added (its definitions replace the reference's)."""
+    reference(folder)
+    (folder / "attention_lab" / "simple.py").write_text(SIMPLE + code)
+    return folder
+
 # name -> (how the hostile entry is made in the class folder, its stage 1 points or None when it is
 # not graded at all, text its record's output or first failed check must hold)
 CASES = {
@@ -109,13 +202,26 @@ CASES = {
                         "part longer than 255 bytes"),
     "zip_file_where_folder": (lambda c: zipped(c / "zip2.zip", {"attention_lab": "x", "attention_lab/simple.py": SIMPLE}),
                               None, "cannot be unpacked"),
+    # Graded before ann and bob (names sort first): what the child leaves must not reach them.
+    "forges_later_results": (lambda c: hostile_simple(c / "abe", FORGES_LATER_RESULTS), 10,
+                             "exited (code 0) while this check ran"),
+    "shared_reference_result": (lambda c: hostile_simple(c / "abi", SHARED_REFERENCES), 10,
+                                "the grader could not read this result"),
+    "deep_tree_at_run_time": (lambda c: hostile_simple(c / "ada", DEEP_TREE_AT_RUN_TIME), 11, None),
+    "fills_home_and_output": (lambda c: hostile_simple(c / "aaron", FILLS_HOME_AND_OUTPUT), 10,
+                              "No space left on device"),
 }
 
 
-def run_grade_all(folder: Path, out: Path):
-    """grade-all in a fresh process; returns (exit code, stderr, seconds, peak resident bytes)."""
+def run_grade_all(folder: Path, out: Path, as_root=True, without=()):
+    """grade-all in a fresh process; returns (exit code, stderr, seconds, peak resident bytes).
+    ``as_root=False``: as a grader that is not root does it (no change of user), as the hostile zoo does;
+    ``without``: kernel layers (``protocol.KERNEL_LAYERS``) taken away, as a machine without them would grade."""
     script = (
         "import json, resource, sys, time\n"
+        "from autograder.sandbox import protocol, workspace\n"
+        + ("" if as_root else "workspace.is_root = lambda: False\n")
+        + f"protocol.KERNEL_LAYERS = tuple(l for l in protocol.KERNEL_LAYERS if l not in {tuple(without)!r})\n"
         "from autograder.cli import main\n"
         "start = time.monotonic()\n"
         f"code = main(['grade-all', {str(folder)!r}, '--out', {str(out)!r}, '--jobs', '1',"
@@ -158,6 +264,7 @@ def test_one_student_cannot_stop_a_class(case, tmp_path):
         student = name.removesuffix(".zip").removesuffix(".ipynb")
         record_path = records / f"{student}.json"
         assert record_path.stat().st_size < RECORD_MAX_BYTES, (case, record_path.stat().st_size)
+        assert "LEAKED" not in record_path.read_text(), f"{case}: a forged result was counted"
         record = json.loads(record_path.read_text())
         stage1 = record["extra_data"]["stage_points"]["1"]
         if points is None:
@@ -169,6 +276,39 @@ def test_one_student_cannot_stop_a_class(case, tmp_path):
             assert says in record.get("output", "") or any(says in f for f in failed), (case, record.get("output"))
     for cell in [v for r in rows.values() for v in r.values()]:
         assert not cell.startswith(("=", "+", "-", "@")), f"a cell a spreadsheet would run: {cell!r}"
+
+
+@pytest.mark.parametrize("as_root", [True, False], ids=["root", "not_root"])
+def test_what_a_child_leaves_is_cleaned_up(as_root, tmp_path):
+    """The deep tree and the full disk, graded before two honest students by a grader that is root
+    (each workspace, home and output folder a tmpfs, unmounted after) and by one that is not (folders on
+    disk, which clean-up walks): exit 0, normal points, nothing said about what could not be removed, and
+    no workspace of this class left in the temporary folder."""
+    klass = tmp_path / "submitted"
+    reference(klass / "ann")
+    shutil.copytree(ROOT / "assignments" / "attention_lab", klass / "bob" / "attention_lab")
+    for case in ("deep_tree_at_run_time", "fills_home_and_output"):
+        CASES[case][0](klass)
+    mark = f"# graded by {tmp_path.name}\n"  # finds this class's workspaces among those of gradings beside it
+    for student in ("ada", "aaron"):
+        with open(klass / student / "attention_lab" / "simple.py", "a") as f:
+            f.write(mark)
+    out = tmp_path / "grades.csv"
+    code, stderr, seconds, peak = run_grade_all(klass, out, as_root=as_root)
+    assert code == 0, stderr[-3000:]
+    assert "could not remove" not in stderr and "Traceback" not in stderr, stderr[-3000:]
+    assert seconds < BOUND_S and peak < PEAK_BYTES, (seconds, peak)
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(out.read_text()))}
+    assert rows["ann"]["total"] == str(sum(CourseConfig().max_points(s) for s in STAGES_GRADED)), rows
+    assert rows["bob"]["total"] == "0" and set(rows) == {"aaron", "ada", "ann", "bob"}, rows
+    left = []
+    for workspace in Path(tempfile.gettempdir()).glob("attention-lab-*"):
+        try:
+            if mark in (workspace / "submission" / "attention_lab" / "simple.py").read_text():
+                left.append(workspace)
+        except OSError:  # another grading's, or not a workspace
+            pass
+    assert not left, f"workspaces left behind (a tmpfs still mounted would show its files too): {left}"
 
 
 def test_the_moss_export_writes_only_what_intake_read(tmp_path):

@@ -14,7 +14,6 @@ from autograder.authoring.course import reference_code
 from autograder.cli import main
 from autograder.curriculum import STAGES
 from autograder.delivery.classroom import public_tests
-from autograder.grading.config import from_data
 from autograder.grading.registry import max_points
 from tests.test_public_checks import PytestRun
 

@@ -165,6 +165,35 @@ def test_a_hidden_comparison_says_how_far_off_in_bands_never_the_expected_value(
     assert "off by less than 1% of the largest expected value" in close
 
 
+@pytest.mark.parametrize("form, verdict", [
+    ("the book's float32 constant", None),
+    ("exact", "is the exact GELU"),
+    ("sigmoid", "is the sigmoid approximation"),
+])
+def test_gelus_tolerance_lets_a_float32_constant_through_and_names_the_other_formulas(form, verdict):
+    """s10.gelu on 41 float64 values (docs/checks.md): the book's torch.sqrt(torch.tensor(2.0 / torch.pi))
+    is float32 and puts the outputs off by up to 7e-9, the exact and sigmoid forms by 4.7e-4 and 2e-2."""
+    import torch.nn.functional as F
+
+    from autograder.grading.grade import judge
+    from autograder.grading.registry import registry
+    from autograder.grading.results import FAILED, PASSED
+    from autograder.probes.stage10 import GELU_X
+
+    def gelu(x):
+        return {"the book's float32 constant": lambda: 0.5 * x * (1 + torch.tanh(
+                    torch.sqrt(torch.tensor(2.0 / torch.pi)) * (x + 0.044715 * torch.pow(x, 3)))),
+                "exact": lambda: F.gelu(x),
+                "sigmoid": lambda: x * torch.sigmoid(1.702 * x)}[form]()
+
+    obs = {"gelu": gelu(GELU_X.double()), "gelu_float32": gelu(GELU_X)}
+    result = judge(registry()["s10.gelu"], obs, None, "cpu")
+    if verdict is None:
+        assert result.status == PASSED, result.text
+    else:
+        assert result.status == FAILED and verdict in result.text, result.text
+
+
 def test_device_agreement_counts_each_side_of_a_check():
     """tools/device_agreement (run on a GPU machine) splits a check's points by where it passed."""
     from autograder.grading.results import PASSED, CheckResult

@@ -11,6 +11,7 @@ grading. Without one, every stage is taught, with the registry's points::
     stages = [1, 2, 3, 4, 9]            # the stages taught (default: all of them)
     given = [8]                         # stages not taught whose code a taught stage imports: the kit's own ships
     require_isolation = true            # stop rather than grade where the kernel cannot confine graded code
+    threads = 1                         # torch threads per grading child (default 1: see docs/instructors/grade-all.md)
 
     [points]                            # optional
     "s3.causal.no_leak" = 4             # a check's points
@@ -55,6 +56,9 @@ class CourseConfig:
     path: Path | None = None  # where it was read from; None: the defaults
     given: tuple = ()  # stages not taught whose module is the kit's reference (a taught stage imports it)
     warnings: tuple = ()  # what in the file would surprise its author (the commands print them once)
+    # torch threads per grading child: one, unless the instructor asks for more. The probes' tensors
+    # are tiny: more threads gain nothing on a quiet machine and, on a busy one, wait for each other.
+    threads: int = 1
 
     def checks(self, stages=None):
         """The checks of ``stages`` (default: the stages taught) with this course's points and
@@ -105,16 +109,20 @@ class CourseConfig:
         """The configuration as ``from_data`` reads it (the Gradescope zip ships it as JSON)."""
         return {"stages": list(self.stages), "points": dict(self.points), "require_isolation": self.require_isolation,
                 "gradescope": {"hidden": self.hidden, "leaderboard": self.leaderboard},
+                **({"threads": self.threads} if self.threads != 1 else {}),
                 **({"given": list(self.given)} if self.given else {})}
 
 
 def from_data(data: dict, path=None) -> CourseConfig:
     """A configuration from parsed TOML (or JSON), checked: an unknown key, stage or check is an error."""
     where = str(path or "the course configuration")
-    unknown = set(data) - {"stages", "given", "points", "gradescope", "require_isolation"}
+    unknown = set(data) - {"stages", "given", "points", "gradescope", "require_isolation", "threads"}
     if unknown:
         raise UsageError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; known: stages, given, points, "
-                         "require_isolation, gradescope")
+                         "require_isolation, threads, gradescope")
+    threads = data.get("threads", 1)
+    if type(threads) is not int or not 1 <= threads <= 64:
+        raise UsageError(f"{where}: threads must be a whole number from 1 to 64, not {threads!r}")
     if not isinstance(data.get("require_isolation", False), bool):
         raise UsageError(f"{where}: require_isolation must be true or false, not {data['require_isolation']!r}")
     if not isinstance(data.get("points", {}), dict) or not isinstance(data.get("gradescope", {}), dict):
@@ -155,7 +163,7 @@ def from_data(data: dict, path=None) -> CourseConfig:
     changed = {k: v for k, v in points.items() if v != registry()[k].points}
     config = CourseConfig(tuple(sorted(set(stages))), changed, hidden, bool(gradescope.get("leaderboard", True)),
                           data.get("require_isolation", False), Path(path) if path else None, given)
-    return dataclasses.replace(config, warnings=_surprises(config, totals, own, untaught))
+    return dataclasses.replace(config, warnings=_surprises(config, totals, own, untaught), threads=threads)
 
 
 def _given(given, stages, where) -> tuple:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..curriculum import modules_for
+from ..intake.review import review
 from ..intake.submission import opened
 from ..sandbox.protocol import Task
 from ..sandbox.runner import PYTHON, TASK_TIMEOUT_S, run_tasks
@@ -110,8 +111,10 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
             stages = set(config.stages) & (sub.stages if sub.stages is not None else set(config.stages))
         checks = config.checks(stages)
         sub.give(given_code(config, stages))  # what the child imports for a given stage is the kit's reference
+        # The code that runs, read for reaches into the interpreter: named to the instructor, never scored.
+        flagged = review({f"{m}.py": code for m, code in sub.code().items() if m in modules_for(stages)})
         run = run_tasks(sub, plan(checks, devices), timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
-                        required=config.require_isolation)
+                        required=config.require_isolation, threads=config.threads)
     _warn_once(run.isolation)
     results, errors = [], []
     for c in checks:
@@ -123,7 +126,7 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
     if pictures:
         failed = {c.probe for c, r in zip(checks, results) if not r.passed}
         drawn = draw_all([c for c in checks if pictures == "all" or c.probe in failed], run.observations)
-    return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, sub.notes, drawn)
+    return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, sub.notes, drawn, flagged)
 
 
 PICTURES_MAX_BYTES = 4 * 2**20  # of SVG per grading: what pictures may add to a record, results.json or report.html
@@ -190,13 +193,22 @@ def clean(text):
     return text if len(text) <= FEEDBACK_MAX else text[:FEEDBACK_MAX] + " ..."
 
 
-_warned = []
+_warned = set()  # what was said already: each warning once per process
 
 
 def _warn_once(isolation):
-    """Say on stderr, once per process, when graded code was confined in Python alone: every command
-    that grades (grade, grade-all, the Gradescope runner, nbgrader import, the pytest plugin) says so."""
-    if isolation.get("files") == PYTHON and not _warned:
-        _warned.append(True)
-        print(f"attention-lab: warning: graded code was not confined by the kernel here: {isolation['filesystem']}. "
-              "docs/security.md says what is then open; --require-isolation stops instead.", file=sys.stderr)
+    """Say on stderr, once per process, when graded code was confined in Python alone, or when the
+    kernel left any of its resources to Python: every command that grades (grade, grade-all, the
+    Gradescope runner, nbgrader import, the pytest plugin) says so."""
+    if isolation.get("files") == PYTHON:
+        if "files" not in _warned:
+            _warned.add("files")
+            print(f"attention-lab: warning: graded code was not confined by the kernel here: {isolation['filesystem']}. "
+                  "docs/security.md says what is then open; --require-isolation stops instead.", file=sys.stderr)
+        return
+    weak = tuple(isolation.get("not_kernel") or ())
+    if weak and weak not in _warned:
+        _warned.add(weak)
+        print(f"attention-lab: warning: the kernel does not hold graded code's {', '.join(weak)} here "
+              f"({'; '.join(str(isolation.get(w)) for w in weak)}). docs/security.md says what is then open; "
+              "--require-isolation stops instead.", file=sys.stderr)

@@ -73,6 +73,7 @@ class Graded:
     grader_errors: list = field(default_factory=list)  # (check id, device, traceback): for the instructor
     notes: list = field(default_factory=list)  # what the student should know about what was graded
     pictures: dict = field(default_factory=dict)  # probe -> [public.pictures.Picture] (see grade's pictures)
+    flagged: list = field(default_factory=list)  # where the code reaches for the interpreter's internals (intake.review)
 
     def _extra(self, result, drawn) -> dict:
         """A test's ``extra_data``: a grader error's mark, and a failed check's pictures (SVG text),
@@ -142,6 +143,7 @@ class Graded:
         if leaderboard and board:
             data["leaderboard"] = board
         data["extra_data"] = {"isolation": self.isolation} if self.isolation else {}
+        data["extra_data"]["flagged_for_review"] = self.flagged  # for the instructor: always there, empty when clean
         if self.regrade:
             data["extra_data"]["regrade"] = self.regrade
         if not data["extra_data"]:
@@ -185,7 +187,7 @@ class Record:
     def not_graded(cls, output: str, why: str, stages, bookkeeping: dict, config=None) -> "Record":
         data = ungradable(output, why, stages, config)
         data["extra_data"] = {**bookkeeping, "stage_points": {str(s): 0 for s in stages}, "problem": why,
-                              "regrade": [], "seconds": 0}
+                              "regrade": [], "seconds": 0, "flagged_for_review": []}  # nothing was read to flag
         return cls(data)
 
     @classmethod

@@ -148,13 +148,22 @@ class KitAttention(nn.Module):
         return causal_attention(x, self.weights, self.prefix, self.heads)
 
 
-def known_block(lab, device, drop=0.0, weights=None):
+class KitCachedAttention(KitAttention):
+    """The kit's attention as a cached block holds it: ``(output, cache)``, the cache passed through
+    (a block fed once, with no cache, is all the dropout probes need)."""
+
+    def forward(self, x, cache=None):
+        return causal_attention(x, self.weights, self.prefix, self.heads), cache
+
+
+def known_block(lab, device, drop=0.0, weights=None, cls="TransformerBlock", attention=KitAttention):
     """The student's ``TransformerBlock`` with the kit's own parts of known weights in its ``att``,
     ``ff``, ``norm1`` and ``norm2``: the block's checks judge how it wires them (pre-norm, the two
-    shortcuts, dropout on the branches); each part has its own check, and stage 4 the attention."""
+    shortcuts, dropout on the branches); each part has its own check, and stage 4 the attention.
+    ``cls="CachedTransformerBlock"`` with ``attention=KitCachedAttention``: the cached block, alike."""
     weights = weights or block_weights(SMALL, 110)
-    block = lab.gpt.TransformerBlock({**SMALL, "drop_rate": drop})
-    block.att = KitAttention(weights, "att.", SMALL["n_heads"])
+    block = getattr(lab.gpt, cls)({**SMALL, "drop_rate": drop})
+    block.att = attention(weights, "att.", SMALL["n_heads"])
     block.ff = KitFeedForward(weights, "ff.")
     block.norm1 = KitNorm(weights["norm1.scale"], weights["norm1.shift"])
     block.norm2 = KitNorm(weights["norm2.scale"], weights["norm2.shift"])
@@ -179,12 +188,27 @@ def block(lab, device):
         torch.manual_seed(0)
         return plain(module(x.to(device, copy=True)), "TransformerBlock's output")
 
+    def run_cached(train, drop=0.0, weights=None, x=X):
+        module = known_block(lab, device, drop, weights, "CachedTransformerBlock", KitCachedAttention).train(train)
+        torch.manual_seed(0)
+        result = module(x.to(device, copy=True))
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise ProbeError(f"CachedTransformerBlock.forward should return a pair (x, cache), but returned a "
+                             f"{type(result).__name__}")
+        return plain(result[0], "CachedTransformerBlock's output")
+
     return {"eval": attempt(run, False), "train": attempt(run, True),
             "dropout_eval": attempt(eval_report, lambda p: known_block(lab, "cpu", p), {}, device, d_in=SMALL["emb_dim"]),
             "silent_train": attempt(run, True, DROPOUT_P, silent("att", "ff")),
             "silent_eval": attempt(run, False, DROPOUT_P, silent("att", "ff")),
             "ff_train": attempt(run, True, DROPOUT_P, silent("att"), X_MANY),
-            "ff_eval": attempt(run, False, DROPOUT_P, silent("att"), X_MANY)}
+            "ff_eval": attempt(run, False, DROPOUT_P, silent("att"), X_MANY),
+            # The cached block's dropout in train mode, measured as the block's is (its eval mode is the
+            # end-to-end checks': the trained model, decoded in pieces).
+            "cached_eval": attempt(run_cached, False),
+            "cached_silent_train": attempt(run_cached, True, DROPOUT_P, silent("att", "ff")),
+            "cached_silent_eval": attempt(run_cached, False, DROPOUT_P, silent("att", "ff")),
+            "cached_ff_train": attempt(run_cached, True, DROPOUT_P, silent("att"), X_MANY)}
 
 
 # ---------------------------------------------------------------- the model
@@ -218,27 +242,49 @@ def structure(lab, device):
             "keys": attempt(keys, "GPTModel"), "cached_keys": attempt(keys, "CachedGPTModel")}
 
 
+BARE = {**SMALL, "n_layers": 0, "drop_rate": DROPOUT_P}  # a model of no blocks: its own dropout alone
+BARE_SEED = 120  # small_gpt's weights: the judge looks up the embeddings the model sums
+# 24 sequences of 7 tokens, within the context (positions are not this check's): 2,016 embedded values,
+# enough that dropout's share is measured within 1%.
+EMBEDDED = torch.arange(24 * 7).reshape(24, 7) * 5 % SMALL["vocab_size"]
+
+
 @PROBES.add("s10.gpt.dropout")
 def gpt_dropout(lab, device):
-    """The models' own dropout, with no block at all (a block's is ``s10.block.dropout``'s, and in the
-    cached block the end-to-end checks', which run it with dropout configured): in eval mode both models
-    give what they give without dropout, and in train mode ``drop_emb`` changes the logits."""
+    """The models' own dropout, with no block at all (a block's is ``s10.block.dropout``'s): both models'
+    logits in eval mode, with dropout configured and without; and what ``drop_emb`` makes of the
+    embeddings in train and in eval mode, which the judge holds to inverted dropout of their sum (the
+    logits alone would pass the token embeddings dropped out alone: they change too). For that,
+    identities stand in for ``final_norm`` and ``out_head``, so the model returns what it would
+    normalise, whether or not it calls its norm and whatever positions it embeds (``s10.gpt.trained``
+    prices those)."""
     ids = PROMPTS[:2, :SMALL["context_length"] - 1] % SMALL["vocab_size"]  # within the context: positions are not this check's
 
-    def logits(cls, cfg, train=False, seed=0):
-        model = small_gpt(lab, cls, cfg).to(device).train(train)
-        torch.manual_seed(seed)
+    def logits(cls, cfg):
+        model = small_gpt(lab, cls, cfg, BARE_SEED).to(device).eval()
+        torch.manual_seed(0)
         with torch.no_grad():
             out = model(ids.to(device))
         return plain(out[0] if isinstance(out, (tuple, list)) else out, f"{cls}'s logits")
 
-    bare = {**SMALL, "n_layers": 0, "drop_rate": DROPOUT_P}
-
     def eval_pair(cls):
-        return {"dropout": logits(cls, bare), "p0": logits(cls, {**bare, "drop_rate": 0.0})}
+        return {"dropout": logits(cls, BARE), "p0": logits(cls, {**BARE, "drop_rate": 0.0})}
+
+    def embedded(cls, train):
+        model = small_gpt(lab, cls, BARE, BARE_SEED)
+        model.final_norm, model.out_head = nn.Identity(), nn.Identity()
+        model = model.to(device).train(train)
+        torch.manual_seed(0)
+        with torch.no_grad():
+            out = model(EMBEDDED.to(device))
+        return plain(out[0] if isinstance(out, (tuple, list)) else out, f"{cls}'s embeddings after drop_emb")
+
+    def embedded_pair(cls):
+        return {"train": embedded(cls, True), "eval": embedded(cls, False)}
 
     return {"gpt": attempt(eval_pair, "GPTModel"), "cached": attempt(eval_pair, "CachedGPTModel"),
-            "embedding": attempt(lambda: {"train": logits("GPTModel", bare, True), "eval": logits("GPTModel", bare)})}
+            "embedding": attempt(embedded_pair, "GPTModel"),
+            "cached_embedding": attempt(embedded_pair, "CachedGPTModel")}
 
 
 class SoftTokens(nn.Module):
@@ -432,16 +478,19 @@ class CachedRule(Rule):
 
 @PROBES.add("s10.generate")
 def generate(lab, device):
-    def run(name, model, train):
+    def run(name, model, train, dtype=RULE_PROMPT.dtype):
         model = model.to(device).train(train)
-        idx = RULE_PROMPT.to(device)
+        idx = RULE_PROMPT.to(device, dtype)
         out = getattr(lab.gpt, name)(model, idx, RULE_NEW, RULE_CONTEXT)
         return {"tokens": plain(out, f"what {name} returned"), "calls": model.calls, "training": model.training,
                 "prompt_after": plain(idx, "the prompt")}
 
     return {"greedy": attempt(run, "generate_greedy", Rule(), False),
             "greedy_train": attempt(run, "generate_greedy", Rule(), True),
-            "cached": attempt(run, "generate_cached", CachedRule(), False)}
+            # an int32 prompt: idx's dtype comes back, or int64 (the book's torch.cat promotes), both integers
+            "greedy_int32": attempt(run, "generate_greedy", Rule(), False, torch.int32),
+            "cached": attempt(run, "generate_cached", CachedRule(), False),
+            "cached_train": attempt(run, "generate_cached", CachedRule(), True)}
 
 
 # ---------------------------------------------------------------- training

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..public.feedback import problem
 from ..public.watch import Watch, describe_changes
-from . import confine, linux, protocol, world
+from . import confine, linux, protocol, syscalls, world
 from .linux import die_with_parent
 
 
@@ -88,11 +88,13 @@ def main(job_path):
                   address_space="cuda" not in job.devices)
     # While this process has one thread (a user namespace needs it):
     layers = {"user": job.uid, **(confine.namespaces() if "namespaces" in job.layers else {})}
+    layers["keyring"] = confine.new_session_keyring()  # before CUDA's threads: each thread keeps its own
     layers.update(_enclose(job, layers))
     if "cuda" in job.devices:
         _warm_cuda()  # inside the world already: CUDA's threads and files are under the same rule
     if job.uid is not None:
         confine.drop_privileges(job.uid, job.gid)
+    layers.update(_filter(job))  # last: the calls it refuses include some of those above
     die_with_parent(parent)  # after the change of user, which clears it
     (out / protocol.LAYERS).write_text(json.dumps(layers))
     # Stopped until the grading process has read that report: no student code has run yet, so none
@@ -152,13 +154,13 @@ def _enclose(job, layers) -> dict:
     try:
         if not layers.get("mounts"):
             raise world.NoRoot("no mount namespace" if "namespaces" in job.layers else "namespaces not tried")
-        world.own_root(allowed, job.stash)
+        world.own_root(allowed, job.stash, job.uid, job.gid)  # its home a tmpfs of its own, for the user it becomes
         os.chdir(job.out)
-        found["root"] = True
+        found["root"], found["home"] = True, "tmpfs"
     except world.NoRoot as exc:
         if job.own_root:  # the grading process found that children can: something changed since
             sys.exit(f"the grader could not give graded code a root of its own: {exc}")
-        found["root"], found["root_why"] = False, str(exc)
+        found["root"], found["root_why"], found["home"] = False, str(exc), "the workspace's folder (no root of its own)"
     if job.uid is not None and not found["root"]:
         closed = confine.unreachable(import_path)
         if closed:
@@ -175,6 +177,20 @@ def _enclose(job, layers) -> dict:
         found["capabilities"] = "dropped" if linux.drop_capabilities() else "kept"
     found["threads"] = len(os.listdir("/proc/self/task"))
     return found
+
+
+def _filter(job) -> dict:
+    """The seccomp filter (``syscalls``), in both modes (namespaces or Landlock alone): ``seccomp``, with
+    why not. It needs no_new_privileges, which the change of user has set as root."""
+    try:
+        if "seccomp" not in job.layers:
+            raise OSError("seccomp not tried")
+        if job.uid is None:
+            linux.no_new_privileges()
+        syscalls.install()
+        return {"seccomp": True}
+    except (OSError, ImportError) as exc:  # no libseccomp here, or a kernel without seccomp
+        return {"seccomp": False, "seccomp_why": str(exc)}
 
 
 def _untrustworthy(subject, changed, refusals, hand):

@@ -4,28 +4,32 @@ The child starts with the grader's rights: it imports torch and the probes, and 
 confines itself, in an order where each step still has what it needs:
 
 1. ``limit``: hard resource limits (memory, file size, processes, CPU) the student cannot raise;
-2. ``namespaces``: fresh network and mount namespaces (with a user namespace when not root);
+2. ``namespaces``: fresh network, mount and IPC namespaces (with a user namespace when not root),
+   and ``new_session_keyring``: an empty session keyring in place of the grader's;
 3. ``world.own_root`` and ``world.landlock``: a root that holds only the child's allow-list, and
    Landlock's rule over the same list (see ``world``); then, when started as root,
-   ``drop_privileges`` to the unprivileged grading user;
+   ``drop_privileges`` to the unprivileged grading user; then ``syscalls.install``, a seccomp filter
+   that refuses calls on other processes, namespaces, keyrings, IPC, sockets but AF_UNIX and memfds;
 4. ``arm``: an audit hook (which Python code cannot remove) that refuses sockets, new processes,
    signals, ctypes, tracing, memory scans, writes outside the sandbox and reads of the grader;
 5. ``public.watch.Watch`` (used by ``child``): a snapshot of torch, builtins and the probes,
    compared after every task, so a submission that patches ``torch.allclose`` (or a probe) is
    caught and undone.
 
-``HandWritten`` is the torch function mode that refuses library attention in stages whose point
-is to write attention by hand. Like the probes, this module imports nothing from the grading side.
+``HandWritten`` is the torch function mode (with a dispatch mode under it) that refuses library
+attention in stages whose point is to write attention by hand. Like the probes, this module imports nothing from the grading side.
 """
 from __future__ import annotations
 
 import os
+import platform
 import resource
 import sys
 from pathlib import Path
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .linux import libc, no_new_privileges
 from .world import MS_PRIVATE, MS_REC
@@ -72,19 +76,28 @@ def _tasks_of(uid):
 
 # ---------------------------------------------------------------- 2, 3. namespaces and user
 
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x08000000, 0x10000000, 0x40000000
+# Not made: unshare(CLONE_NEWPID) puts only the processes the caller starts in the new namespace, and
+# from then on the kernel refuses the caller new threads (EINVAL), which torch's OpenMP and CUDA start
+# later. What a PID namespace would keep the child from, the syscall filter refuses (``syscalls``).
+NO_PID_NAMESPACE = ("a PID namespace of its own would keep the child from starting threads (the kernel refuses "
+                    "them once unshare has made one), and torch needs them")
 
 
 def namespaces() -> dict:
-    """Move into network and mount namespaces of our own, where the kernel allows: ``{"network":
-    bool, "mounts": bool}``. Root can do it directly; another user first needs a user namespace,
-    mapped to itself (which must happen while the process has one thread). The network namespace has
-    only a loopback, down; the mount namespace is where ``world.own_root`` builds the child's root.
-    Containers that forbid namespaces (Docker's default) leave Landlock and the audit hook."""
+    """Move into network, mount and IPC namespaces of our own, where the kernel allows: ``{"network":
+    bool, "mounts": bool, "ipc": bool, "pids": False, "pids_why": str}``. Root can do it directly;
+    another user first needs a user namespace, mapped to itself (which must happen while the process has
+    one thread). The network namespace has only a loopback, down; the mount namespace is where
+    ``world.own_root`` builds the child's root; the IPC namespace holds no SysV object or POSIX message
+    queue of anyone else's, and what the child makes there goes with it. Containers that forbid
+    namespaces (Docker's default) leave Landlock, the syscall filter and the audit hook."""
+    pids = {"pids": False, "pids_why": NO_PID_NAMESPACE}
     if os.getuid() != 0 and not _user_namespace():
-        return {"network": False, "mounts": False}
+        return {"network": False, "mounts": False, "ipc": False, **pids}
     mounts = libc.unshare(CLONE_NEWNS) == 0 and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
-    return {"network": libc.unshare(CLONE_NEWNET) == 0, "mounts": mounts}
+    return {"network": libc.unshare(CLONE_NEWNET) == 0, "mounts": mounts, "ipc": libc.unshare(CLONE_NEWIPC) == 0,
+            **pids}
 
 
 def _user_namespace():
@@ -117,6 +130,19 @@ def unreachable(paths) -> list:
         return any(not os.stat(folder).st_mode & 0o001 for folder in [*reversed(path.parents), path])
 
     return [str(p) for p in map(Path, paths) if os.path.isdir(p) and blocked(p)]
+
+
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "arm64": 219}.get(platform.machine())
+KEYCTL_JOIN_SESSION_KEYRING = 1
+
+
+def new_session_keyring() -> bool:
+    """Leave the session keyring the child was forked with (the grader's: whatever keys its login or a
+    tool put there) for a new, empty one of its own, which goes when it ends. The syscall filter then
+    refuses every keyring call. True when it joined one."""
+    if SYS_KEYCTL is None:
+        return False
+    return libc.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, None) > 0  # the new keyring's serial
 
 
 def drop_privileges(uid, gid):
@@ -221,23 +247,118 @@ def arm(sandbox, secrets, grader_files, record):
 
 # ---------------------------------------------------------------- library attention
 
+# The Python functions of library attention, as a student knows them.
 LIBRARY_ATTENTION = {
     torch.nn.functional.scaled_dot_product_attention: "F.scaled_dot_product_attention",
     torch.nn.functional.multi_head_attention_forward: "nn.MultiheadAttention",
     torch._native_multi_head_attention: "nn.MultiheadAttention",
 }
 
+# aten's operators of library attention, by a part of their name -> the function a student knows.
+# Found by name in the dispatcher's list, so that a kernel a new torch adds is covered too.
+KERNEL_PARTS = {
+    "scaled_dot_": "F.scaled_dot_product_attention",  # the op itself, its math path, and _triton_scaled_dot_attention
+    "flash_attention": "F.scaled_dot_product_attention",  # its fused kernels: the CPU's, CUDA's, ...
+    "efficient_attention": "F.scaled_dot_product_attention",
+    "cudnn_attention": "F.scaled_dot_product_attention",
+    "_fused_sdp_choice": "F.scaled_dot_product_attention",  # picks the fused kernel: only attention asks
+    # The softmax of the math path (taken with dropout), which decomposes into ordinary ops that a
+    # hand-written layer uses too: only attention uses this one.
+    "_safe_softmax": "F.scaled_dot_product_attention",
+    "multi_head_attention": "nn.MultiheadAttention",  # _native_multi_head_attention, _triton_multi_head_attention
+    "transformer_encoder_layer_fwd": "nn.TransformerEncoderLayer",  # its fused fast path
+}
+
+
+def _kernels() -> dict:
+    """aten op name (``_scaled_dot_product_flash_attention_for_cpu``) -> the function a student knows."""
+    found = {}
+    for qualified in torch._C._dispatch_get_all_op_names():
+        namespace, _, name = qualified.partition("::")
+        name = name.split(".")[0]
+        part = next((p for p in KERNEL_PARTS if p in name), None) if namespace == "aten" else None
+        if part is not None:
+            found[name] = KERNEL_PARTS[part]
+    return found
+
+
+def _bindings(kernels) -> dict:
+    """Their Python bindings (``torch._scaled_dot_product_flash_attention_for_cpu`` and the like),
+    which reach the function mode as themselves -> what they are, and the name called."""
+    found = {}
+    for prefix, space in (("torch", torch), ("torch._C._nn", torch._C._nn)):
+        for name, what in kernels.items():
+            fn = getattr(space, name, None)
+            if callable(fn):
+                found.setdefault(fn, f"{what} ({prefix}.{name})")
+    return found
+
+
+KERNELS = _kernels()
+LIBRARY_ATTENTION = {**_bindings(KERNELS), **LIBRARY_ATTENTION}  # F.scaled_dot_product_attention is torch._C._nn's
+# By the op's qualified name, which both modes are handed (a name, unlike a Python object that
+# torch.ops makes on first use, cannot be swapped for another one).
+_QUALIFIED = {f"aten::{name}": what for name, what in KERNELS.items()}
+TOOK_OFF = "code that took the grader's check for library attention off torch's stack of modes"
+
 
 class HandWritten(TorchFunctionMode):
-    """Refuse (and remember) calls to library attention while a hand-written stage is probed."""
+    """Refuse (and remember) calls to library attention while a hand-written stage is probed.
+
+    Two layers, entered and left together. This function mode sees the Python call
+    (``F.scaled_dot_product_attention``, ``torch.ops.aten.scaled_dot_product_attention``) and says so
+    in the student's words; ``_Kernels``, a dispatch mode, sees the fused kernel the call reaches,
+    however it was reached (with torch functions disabled, from TorchScript). Both are torch modes of
+    this thread: code that takes them off the stack, or runs in a thread of its own, goes round them;
+    the first is noticed on the way out, and the instructor's review of the source names both.
+    """
 
     def __init__(self):
         super().__init__()
         self.used = None
+        self._kernels = _Kernels(self)
+
+    def __enter__(self):
+        super().__enter__()
+        self._kernels.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        dispatch, function = torch._C._len_torch_dispatch_stack(), torch._C._len_torch_function_stack()
+        if not (dispatch and torch._C._get_dispatch_stack_at(dispatch - 1) is self._kernels
+                and function and torch._C._get_function_stack_at(function - 1) is self):
+            self.use(TOOK_OFF, refuse=False)  # a mode of its own left above ours is undone by Watch
+        if dispatch:
+            self._kernels.__exit__(exc_type, exc_value, traceback)
+        if function:
+            super().__exit__(exc_type, exc_value, traceback)
+
+    def use(self, name, refuse=True):
+        self.used = self.used or name
+        if refuse:
+            raise Refused(f"{name} is not allowed here: this stage asks you to write attention by hand")
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = LIBRARY_ATTENTION.get(func)
+        if name is None and isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+            op = getattr(func, "_qualified_op_name", None) or func._name  # torch.ops.aten.<op>[.<overload>]
+            if op in _QUALIFIED:
+                name = f"{_QUALIFIED[op]} (torch.ops.{op.replace('::', '.')})"
         if name is not None:
-            self.used = self.used or name
-            raise Refused(f"{name} is not allowed here: this stage asks you to write attention by hand")
+            self.use(name)
+        return func(*args, **(kwargs or {}))
+
+
+class _Kernels(TorchDispatchMode):
+    """``HandWritten``'s dispatch mode: every aten op passes through here, so it does one set lookup
+    and nothing else for the ops that are not attention."""
+
+    def __init__(self, hand):
+        super().__init__()
+        self.hand = hand
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        what = _QUALIFIED.get(func._name)
+        if what is not None:
+            self.hand.use(f"{what} ({func._name})")
         return func(*args, **(kwargs or {}))

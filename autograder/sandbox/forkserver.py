@@ -25,7 +25,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from ..errors import GradingError
@@ -115,18 +114,12 @@ class ForkServer:
         if pgid is not None:
             linux.kill_group(pgid)
         spare = {self.proc.pid} if self.proc is not None else set()
-        for _ in range(100):  # a fork bomb may race us for a moment; the process limit bounds it
+
+        def stragglers():
             found = linux.processes_of(self.uid) if self.uid is not None else linux.marked(self.mark)
-            found = [pid for pid in found if pid not in spare]
-            if not found:
-                return
-            for pid in found:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            linux.reap(found)
-            time.sleep(0.01)
+            return [pid for pid in found if pid not in spare]
+
+        linux.kill_until_gone(stragglers, rounds=100, pause=0.01)
 
     def close(self):
         if self.proc is not None:

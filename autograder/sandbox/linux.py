@@ -9,6 +9,7 @@ import ctypes
 import os
 import platform
 import signal
+import time
 
 libc = ctypes.CDLL(None, use_errno=True)  # libc, already loaded (find_library would run ldconfig/gcc)
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
@@ -110,6 +111,22 @@ def reap(pids):
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
+
+
+def kill_until_gone(find, rounds, pause):
+    """SIGKILL the processes ``find()`` lists until it lists none (a fork bomb races for a moment: a
+    process or task limit bounds it), at most ``rounds`` times, reaping those that are ours."""
+    for _ in range(rounds):
+        found = find()
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        reap(found)
+        time.sleep(pause)
 
 
 def kill_group(pgid):

@@ -15,9 +15,10 @@ from pathlib import Path
 
 START_TIMEOUT_S = 60.0  # for the fork server to start, and for a child to start its first task
 CURRENT, LAYERS, DONE = "current", "layers.json", "done"
-# The kernel's layers a child tries: namespaces (network, mounts, and its own root in them) and
-# Landlock. The tests take some away to grade as a machine without them would.
-KERNEL_LAYERS = ("namespaces", "landlock")
+# The kernel's layers a child tries: namespaces (network, mounts, IPC, and its own root in them),
+# Landlock and the seccomp filter; and the one the grader puts it in, a cgroup. The tests take some
+# away to grade as a machine without them would.
+KERNEL_LAYERS = ("namespaces", "landlock", "seccomp", "cgroup")
 PROBES = "autograder.probes"  # the module a child imports, by name, to run probes: see ``Job.probes``
 
 

@@ -16,9 +16,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import pickletools
 import signal
 import subprocess
 import time
+import zipfile
 from dataclasses import dataclass, field
 
 import torch
@@ -26,7 +28,7 @@ import torch
 from ..errors import GradingError
 from ..paths import KIT_ROOT
 from ..public.feedback import problem
-from . import linux, protocol, workspace
+from . import cgroups, linux, protocol, workspace
 from .forkserver import ForkServer
 from .protocol import START_TIMEOUT_S, Task
 from .workspace import Workspace, read_small
@@ -38,6 +40,11 @@ FILE_LIMIT = 16 * 2**20  # any one file the child writes, its error output inclu
 EXTRA_PROCESSES = 32  # threads and processes beyond those the child has when it confines itself
 STRIKES = 2  # probes of one stage whose code crashed or hung before the grader stops calling it
 POLL_S = 0.02
+# A task that runs past its wall clock while it waited for a CPU more than this share of it was held
+# up by the machine, not by its own code: it is run again alone, with ALONE_WALL_FACTOR times the
+# wall clock and the same CPU time, before anything is charged (a verdict must not depend on load).
+STARVED_SHARE = 0.25
+ALONE_WALL_FACTOR = 2.0
 
 
 @dataclass
@@ -52,42 +59,138 @@ def error(kind, message):
 
 
 PLAIN_SCALARS = (str, int, float, bool, type(None))
+# What one result file may make the grader do. A result is the child's word, in a folder the submission
+# can write, so each is bounded far above any honest one (the reference's largest: 238 values, 3.6 KB of
+# pickle, 18 records, 0.2 MB of tensors) and far below what would make grading slow or large.
+RESULT_MAX_NODES = 20_000  # values, each a Python object here (up to ~100 bytes): ~2 MB per result at most
+PICKLE_MAX_BYTES = 64 * 2**10  # torch's weights-only unpickler is Python (~3 us an opcode): 0.15 s for this much
+ZIP_MAX_MEMBERS = 1024  # records of the zip torch.save writes: its pickle and one per tensor storage
+TENSOR_MAX_BYTES = 2 * workspace.RESULT_MAX_BYTES  # what its tensors show: a stride of 0 shows 2^40 values over 1
+# The only globals a result's pickle may name: what torch.save writes for a tensor of any dtype (its
+# rebuild functions, storage types and dtypes, its empty hooks). torch's weights-only list has more,
+# such as bytearray: bytearray(2**33) is 8 GiB of zeros from a file of 100 bytes.
+PICKLE_GLOBALS = frozenset(
+    {"torch._utils _rebuild_tensor_v2", "torch._utils _rebuild_tensor_v3", "torch.storage UntypedStorage",
+     "collections OrderedDict"}
+    | {f"torch {name}" for name, value in vars(torch).items() if isinstance(value, torch.dtype)
+       or isinstance(value, type) and name.endswith("Storage") and name[:1] != "_" and "Typed" not in name})
 
 
 def validate(obj, path="result"):
-    """Raise ValueError unless ``obj`` is plain data: exact types only, no subclasses."""
-    t = type(obj)
-    if t in PLAIN_SCALARS:
-        return obj
-    if t is torch.Tensor:
-        if obj.requires_grad or obj.device.type != "cpu":
-            raise ValueError(f"{path}: tensor must be a detached CPU tensor")
-        return obj
-    if t in (list, tuple):
-        return [validate(v, f"{path}[{i}]") for i, v in enumerate(obj)]
-    if t is dict:
-        if not all(type(k) is str for k in obj):
-            raise ValueError(f"{path}: keys must be strings")
-        return {k: validate(v, f"{path}.{k}") for k, v in obj.items()}
-    raise ValueError(f"{path}: {t.__name__} is not plain data")
+    """A copy of ``obj`` as a tree (tuples made lists, no object in two places) if it is plain data,
+    exact types only, no subclasses, within one result's budgets; else ValueError, naming the first
+    value that broke a rule.
+
+    Nothing about it is trusted. It is walked by a loop, not recursion (a list nested 100,000 deep).
+    A container held in several places (an honest result holds one error record under two keys) is
+    counted, and copied, once for each: pickle's memo can make a list hold one other list 10,000 times
+    at every level, whose tree is exponential (and a cycle's endless), so the count stops at
+    ``RESULT_MAX_NODES`` before anything beyond is copied. Each tensor is a dense CPU tensor that lies
+    within its storage, and together (counted as often as they are held) they show at most
+    ``TENSOR_MAX_BYTES``."""
+    nodes, shown = 0, 0
+    top = [None]
+    todo = [(obj, top, 0, None)]  # (value, the copy it goes into, its key there, where: (parent's where, key))
+
+    def name(where):
+        keys = []
+        while where is not None:
+            where, key = where
+            keys.append(f".{key}" if isinstance(key, str) else f"[{key}]")
+        text = path + "".join(reversed(keys))
+        return text if len(text) <= 120 else f"{text[:60]}...{text[-40:]}"
+
+    while todo:
+        value, into, key, where = todo.pop()
+        nodes += 1
+        t = type(value)
+        if t in PLAIN_SCALARS:
+            into[key] = value
+        elif t is torch.Tensor:
+            if value.requires_grad or value.device.type != "cpu":
+                raise ValueError(f"{name(where)}: tensor must be a detached CPU tensor")
+            if value.layout != torch.strided or value.is_quantized or value.is_nested:
+                raise ValueError(f"{name(where)}: tensor must be a dense tensor")
+            stride = value.stride()
+            reach = value.storage_offset() + sum((n - 1) * s for n, s in zip(value.shape, stride)) + 1
+            if min(stride, default=0) < 0 or value.numel() and (
+                    reach * value.element_size() > value.untyped_storage().nbytes()):
+                raise ValueError(f"{name(where)}: tensor reaches past its storage")
+            shown += value.numel() * value.element_size()
+            if shown > TENSOR_MAX_BYTES:
+                raise ValueError(f"{name(where)}: its tensors show more than {TENSOR_MAX_BYTES // 2**20} MiB together")
+            into[key] = value
+        elif t in (list, tuple, dict):
+            if nodes + len(todo) + len(value) > RESULT_MAX_NODES:  # each will be a value: refuse before copying
+                raise ValueError(f"{name(where)}: more than {RESULT_MAX_NODES} values in one result, counting a "
+                                 "list or dict once for every place that holds it")
+            if t is dict and not all(type(k) is str for k in value):
+                raise ValueError(f"{name(where)}: keys must be strings")
+            copy = dict.fromkeys(value) if t is dict else [None] * len(value)
+            todo.extend((v, copy, k, (where, k)) for k, v in (value.items() if t is dict else enumerate(value)))
+            into[key] = copy
+        else:
+            raise ValueError(f"{name(where)}: {t.__name__} is not plain data")
+    return top[0]
 
 
 def load_result(data):
+    """The observation in one result file (``data``: its bytes), or the task's error record where the
+    grader refuses it; ``data`` may also be why the grader did not read the file (a str). Bounded in
+    time and memory whatever the bytes are: see ``_stored_zip`` and ``validate``."""
     try:
-        return validate(torch.load(io.BytesIO(data), weights_only=True))
+        if isinstance(data, str):
+            raise ValueError(data)
+        return validate(torch.load(io.BytesIO(_stored_zip(data)), weights_only=True))
     except Exception as exc:  # unreadable or not plain data: the task failed, grading goes on
         return error("BadResult", f"the grader could not read this result ({str(exc)[:200]})")
 
 
-def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, server=None, required=False) -> Run:
+def _stored_zip(data: bytes) -> bytes:
+    """``data``, a zip of torch.save, written again as a zip torch's reader can only copy out of.
+
+    torch.load would inflate a deflated record (a 390 KB file gave a 400 MB tensor); in torch.save's
+    old format it allocates each storage as large as declared before reading it; and its unpickler
+    calls whatever its weights-only list allows. The child writes torch.save's zip, every record
+    stored: so records are read here by Python's zipfile (each checked against its local header and
+    CRC, all of them together no larger than the file), the pickle within ``PICKLE_MAX_BYTES`` and
+    naming no global but ``PICKLE_GLOBALS``, and written into a fresh zip. Raises ValueError."""
+    if not data.startswith(b"PK\x03\x04"):
+        raise ValueError("not a zip file of torch.save")
+    if data.count(b"PK\x01\x02") > ZIP_MAX_MEMBERS:  # one such header per record: counted before parsing any
+        raise ValueError(f"more than {ZIP_MAX_MEMBERS} records")
+    copy = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as z, zipfile.ZipFile(copy, "w") as out:
+        records = z.infolist()
+        if any(r.compress_type != zipfile.ZIP_STORED or r.compress_size != r.file_size for r in records):
+            raise ValueError("a compressed record")
+        if len({r.filename for r in records}) < len(records) or sum(r.file_size for r in records) > len(data):
+            raise ValueError("records that overlap")
+        for r in records:
+            if r.filename.endswith("data.pkl"):
+                if r.file_size > PICKLE_MAX_BYTES:
+                    raise ValueError(f"a pickle larger than {PICKLE_MAX_BYTES // 2**10} KiB")
+                for op, arg, _ in pickletools.genops(z.read(r)):  # every opcode that names a global
+                    if op.name in ("GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "EXT1", "EXT2", "EXT4") and (
+                            op.name != "GLOBAL" or arg not in PICKLE_GLOBALS):
+                        raise ValueError(f"its pickle names {str(arg)[:60]}, which no result needs")
+            out.writestr(r.filename, z.read(r))
+    return copy.getvalue()
+
+
+def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, server=None, required=False,
+              threads=None) -> Run:
     """Run ``tasks`` against ``submission`` (a ``submission.Submission``), in children forked by
-    ``server`` (a ``ForkServer``; by default one started for this run alone). ``required``: stop
-    with ``IsolationRequired`` rather than grade where the kernel does not confine the child."""
+    ``server`` (a ``ForkServer``; by default one started for this run alone, its children using
+    ``threads`` torch threads). ``required``: stop with ``IsolationRequired`` rather than grade where
+    the kernel does not confine the child. The whole run ends within ``worst_case_s``: past it, the
+    tasks not yet run are "not run: grading took too long", and what was graded stands."""
     if required:
         require_isolation()
     if server is None:
-        with ForkServer(meta=any(t.device == "meta" for t in tasks)) as server:
+        with ForkServer(meta=any(t.device == "meta" for t in tasks), threads=threads) as server:
             return run_tasks(submission, tasks, timeout_s, server, required)
+    deadline = time.monotonic() + worst_case_s(tasks, timeout_s)
     linux.become_subreaper()
     ws = Workspace(submission, server.uid, server.gid)
     run = Run({})
@@ -95,17 +198,36 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     broken: dict[str, str] = {}
     struck: dict[str, set] = {}
     pending = list(range(len(tasks)))
+    alone, retried = None, set()  # a task held up by the machine, run again by itself
     try:
         while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                for i in pending:
+                    results[i] = error("NotRun", f"not run: grading this submission took longer than the "
+                                       f"{worst_case_s(tasks, timeout_s):.0f} s all its checks may take together")
+                break
             out = ws.child_dir()
-            found, blamed, why, reported = _one_child(server, ws, tasks, pending, broken, out, timeout_s)
+            batch, wall = ([alone], timeout_s * ALONE_WALL_FACTOR) if alone is not None else (pending, timeout_s)
+            found, blamed, why, reported, starved = _one_child(server, ws, tasks, batch, broken, out, wall,
+                                                               timeout_s * CPU_PER_WALL, left)
             results.update({i: load_result(data) for i, data in found.items()})
+            alone = None
+            if blamed is not None and starved and blamed not in retried and blamed not in results:
+                retried.add(blamed)  # not charged yet: run it again alone
+                alone = blamed
+                blamed = None
+            elif blamed in retried and why is not None and why["error"]["type"] == "Timeout":
+                first = why["error"]["message"].replace(f"after {wall:g} s", f"after {timeout_s:g} s", 1)
+                why = error("Timeout", f"{first}; it had waited for a CPU, so it was run again alone with "
+                            f"{wall:g} s, and timed out again")
             layers = _layers(reported, ws, timeout_s)
-            if not run.isolation or layers["files"] == PYTHON:  # the weakest child's, should they differ
-                run.isolation = layers
-            if required and layers["files"] == PYTHON:
-                raise IsolationRequired(f"the course requires isolation enforced by the kernel, and a grading child "
-                                        f"got {layers['filesystem']}")
+            if not run.isolation or len(layers["not_kernel"]) > len(run.isolation["not_kernel"]):
+                run.isolation = layers  # the weakest child's, should they differ
+            if required and layers["not_kernel"]:
+                weak = layers["not_kernel"][0]
+                raise IsolationRequired(f"the course requires isolation enforced by the kernel, and a grading child's "
+                                        f"{weak} got {layers['filesystem' if weak == 'files' else weak]}")
             if blamed is not None and blamed not in results:
                 task = tasks[blamed]
                 results[blamed] = why
@@ -128,88 +250,149 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
 
 
 def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
-    """An upper bound on ``run_tasks``'s wall time: every task runs to its timeout, and each of
-    the crashes or hangs the strikes allow (one per probe and device) starts a child that takes as long as
-    it may to start."""
+    """An upper bound on ``run_tasks``'s wall time, and the grader's own limit on it: every task runs
+    to its timeout, and each of the crashes or hangs the strikes allow (one per probe and device)
+    starts a child that takes as long as it may to start and is run again alone once."""
     starts = 1 + STRIKES * len({t.callable for t in tasks}) * len({t.device for t in tasks})
-    return len(tasks) * (timeout_s + 1) + starts * START_TIMEOUT_S
+    return len(tasks) * (timeout_s + 1) + starts * (START_TIMEOUT_S + timeout_s * ALONE_WALL_FACTOR)
 
 
-def _one_child(server, ws, tasks, pending, broken, out, timeout_s):
-    """Run ``pending`` tasks in one child. Returns (the results it wrote: index -> bytes, the index
-    blamed for an early end, its error, what the child reported of its isolation)."""
+def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, left):
+    """Run ``pending`` tasks in one child, each within ``timeout_s`` of wall clock and ``cpu_limit``
+    CPU seconds, the whole child within ``left`` seconds. Returns (the results it wrote: index ->
+    bytes, the index blamed for an early end, its error, what the child reported of its isolation,
+    whether the blamed task ran out of wall clock while it mostly waited for a CPU)."""
     job = protocol.Job(
         submission=str(ws.submission), sandbox=str(ws.root), secrets=[str(p) for p in workspace.secrets()],
         kit_parent=str(KIT_ROOT) if str(KIT_ROOT) not in workspace.site_paths() else None, uid=ws.uid, gid=ws.gid,
-        limits=protocol.Limits(MEMORY_LIMIT, FILE_LIMIT, timeout_s * CPU_PER_WALL, EXTRA_PROCESSES),
+        limits=protocol.Limits(MEMORY_LIMIT, FILE_LIMIT, cpu_limit, EXTRA_PROCESSES),
         out=str(out), home=str(ws.home), stash=str(ws.control / f"{out.name}.stash"), broken=broken,
         left_out=ws.left_out,
         tasks=[(i, tasks[i]) for i in pending], own_root=ws.own_root)
     job_path = ws.control / f"{out.name}.json"
     job.write(job_path)
+    group, no_group = _job_group()
     proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()))
     try:
-        code, stopped, layers = _watch(proc, out, timeout_s, pending)
+        code, stopped, layers, starved = _watch(proc, out, timeout_s, pending, cpu_limit, left, group)
     finally:
         _kill(proc)
         server.kill_stragglers(proc.pid)
+        out_of_memory = group is not None and group.ran_out_of_memory()
+        if group is not None:
+            group.remove()
+    if layers is not None:
+        layers = _with_group(layers, group, no_group)
+    if out_of_memory and stopped is None and code == -signal.SIGKILL:
+        stopped = f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory"  # the cgroup's OOM killer ended it
     if layers is None:  # the child never reached the end of its trusted set-up: no student code ran, the kit failed
         raise GradingError(f"the grader's child process failed to start ({stopped or _died(code, ws, out)})")
     # What the child wrote in its output folder after its set-up may be the submission's (it can write
-    # there): which results exist decides what is blamed, never CURRENT's word alone.
-    found = {i: data for i in pending if (data := read_small(protocol.result_file(out, i))) is not None}
+    # there), so only results an honest child could have left count. It runs the tasks in order, names
+    # each in CURRENT first and writes its result before naming the next: so results count in an
+    # unbroken run from the first task, and one that ended on its own (the watch did not stop it)
+    # ended during the task it last named, before any later one started, unless it said it was done.
+    # They are read as regular files, CHILD_RESULTS_MAX_BYTES in all. Which results exist decides what
+    # is blamed, never CURRENT's word alone.
+    last, counted = _read_current(out), pending
+    if stopped is None and last != protocol.DONE:  # it ended on its own, during the task it last named
+        counted = pending[:pending.index(last)] if last in pending else []
+    found, budget = {}, workspace.CHILD_RESULTS_MAX_BYTES
+    for i in counted:
+        limit = min(workspace.RESULT_MAX_BYTES, budget)
+        data = workspace.read_result(protocol.result_file(out, i), limit)
+        if data is None:
+            break
+        if isinstance(data, str) and limit < workspace.RESULT_MAX_BYTES:
+            data = f"the results of one child may hold {workspace.CHILD_RESULTS_MAX_BYTES // 2**20} MiB together"
+        found[i] = data
+        budget -= len(data) if isinstance(data, bytes) else 0
     missing = [i for i in pending if i not in found]
     if not missing:
-        return found, None, None, layers
+        return found, None, None, layers, False
     current = _read_current(out)
     blamed = current if current in missing else missing[0]
     how = stopped if stopped is not None else _died(code, ws, out)
-    return found, blamed, _blame(tasks, blamed, how, timeout=stopped is not None), layers
+    return found, blamed, _blame(tasks, blamed, how, timeout=stopped is not None), layers, starved
 
 
 DONE_GRACE_S = 5.0  # for a child that has written its last result to end
 
 
-def _watch(proc, out, timeout_s, pending):
+def _job_group():
+    """(a ``JobGroup`` for the next child, None) or (None, why there is none)."""
+    try:
+        if "cgroup" not in protocol.KERNEL_LAYERS:
+            raise cgroups.NoGroup("not tried")
+        return cgroups.JobGroup(MEMORY_LIMIT, EXTRA_PROCESSES + JOB_BASE_TASKS), None
+    except cgroups.NoGroup as exc:
+        return None, str(exc)
+
+
+JOB_BASE_TASKS = 64  # threads a child holds when it is moved into its cgroup (torch's own and CUDA's), with room
+
+
+def _with_group(reported: bytes, group, why) -> bytes:
+    """The child's report with what its cgroup is (the grader made it: the child cannot say)."""
+    try:
+        data = json.loads(reported or b"{}")
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    data["cgroup"] = group is not None
+    data["cgroup_why"] = why
+    return json.dumps(data).encode()
+
+
+def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None):
     """Wait for the child; stop it when a task breaks a limit, when it outlives the time of all its
     ``pending`` tasks together, or when it does not end after saying it is done. The task in progress
     is the child's word, in a folder the submission can write, so the word cannot turn the watch off:
     each task's clock starts when it is first named and never starts again, and an index that is not
-    pending is not a task. Returns (exit code, why stopped, what the child reported of its isolation).
+    pending is not a task. Returns (exit code, why stopped, what the child reported of its isolation,
+    whether a task that ran out of wall clock had spent more than ``STARVED_SHARE`` of it waiting for
+    a CPU: a busy machine's doing, not its own).
 
     The report is read while the child is stopped at the end of its trusted set-up (it stops itself
-    there, and this sends SIGCONT once the report is read), before any student code can rewrite it."""
-    cpu_limit = timeout_s * CPU_PER_WALL
+    there, and this sends SIGCONT once the report is read), before any student code can rewrite it.
+    Then, and only then, the child is moved into its cgroup ``group``: no student code has run yet."""
+    cpu_limit = timeout_s * CPU_PER_WALL if cpu_limit is None else cpu_limit
     started = time.monotonic()
     allowed = START_TIMEOUT_S + len(pending) * (timeout_s + 1)
-    current, clocks, layers = None, {}, None  # clocks: task (or DONE) -> (wall, CPU) when first named
+    allowed = allowed if left is None else min(allowed, left)
+    current, clocks, layers = None, {}, None  # clocks: task (or DONE) -> (wall, CPU, run-queue wait) when first named
     while True:
         try:
-            return proc.wait(timeout=POLL_S), None, layers
+            return proc.wait(timeout=POLL_S), None, layers, False
         except subprocess.TimeoutExpired:
             pass
         if layers is None and _stopped(proc.pid):
             layers = read_small(out / protocol.LAYERS, limit=4000) or b"{}"
+            if group is not None:
+                group.add(proc.pid)
             os.kill(proc.pid, signal.SIGCONT)
         now, (cpu, rss) = time.monotonic(), _usage(proc.pid)
         named = _read_current(out)
         if named in pending or named == protocol.DONE:
-            clocks.setdefault(named, (now, cpu))
+            if named not in clocks:
+                clocks[named] = (now, cpu, _waited(proc.pid))
             current = named
-        since, cpu_since = clocks.get(current, (started, 0.0))
+        since, cpu_since, waited_since = clocks.get(current, (started, 0.0, 0.0))
         if current is None and now - since > START_TIMEOUT_S:
-            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s", layers
+            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s", layers, False
         if current == protocol.DONE and now - since > DONE_GRACE_S:
-            return None, "did not end after its last check", layers
+            return None, "did not end after its last check", layers, False
         if current not in (None, protocol.DONE):
             if now - since > timeout_s:
-                return None, f"timed out after {timeout_s:g} s", layers
+                starved = _waited(proc.pid) - waited_since > STARVED_SHARE * timeout_s
+                return None, f"timed out after {timeout_s:g} s", layers, starved
             if cpu - cpu_since > cpu_limit:
-                return None, f"used more than {cpu_limit:g} s of CPU time", layers
+                return None, f"used more than {cpu_limit:g} s of CPU time", layers, False
         if now - started > allowed:
-            return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers
+            return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers, False
         if rss > MEMORY_LIMIT:
-            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory", layers
+            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory", layers, False
 
 
 def _stopped(pid):
@@ -229,15 +412,34 @@ def _usage(pid):
         return 0.0, 0
 
 
+def _waited(pid):
+    """Seconds the threads of process ``pid`` have spent runnable but waiting for a CPU (the second
+    field of each thread's schedstat); 0 where the kernel does not keep it."""
+    total = 0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / 1e9
+
+
 def _read_current(out):
     text = (read_small(out / protocol.CURRENT, limit=32) or b"").decode(errors="replace")
     return protocol.DONE if text == protocol.DONE else int(text) if text.isdigit() else None
 
 
 def _layers(reported, ws, timeout_s):
-    """What protected this run, for the report: a separate user, no network, the files it could
-    reach and how that was enforced, limits. ``files`` is ``KERNEL`` when the kernel enforces the
-    child's allow-list (Landlock, or a root of its own with no privileges left), else ``PYTHON``."""
+    """What protected this run, for the report: for each resource (files, network, processes,
+    memory, disk, IPC) what held it and whether that was the kernel. ``files`` is ``KERNEL`` when
+    the kernel enforces the child's allow-list (Landlock, or a root of its own with no privileges
+    left), else ``PYTHON``; ``not_kernel`` names the resources that only Python, or nothing whole,
+    guards (``--require-isolation`` refuses to grade with any)."""
     try:
         reported = json.loads(reported or b"{}")
     except ValueError:
@@ -253,19 +455,83 @@ def _layers(reported, ws, timeout_s):
     # Without Landlock, a root of its own holds for native code only where the child keeps no privilege:
     # as root it becomes another user; as an ordinary user it gives up the capabilities its user namespace gave it.
     kernel = bool(abi) or (root and (ws.uid is not None or reported.get("capabilities") == "dropped"))
+    resources = _resources(reported, ws, abi)
     return {
         "user": f"uid {ws.uid} (unprivileged)" if ws.uid is not None else "the grading user (not root)",
-        "network": "none (own network namespace)" if reported.get("network") is True else "blocked in Python only",
         "files": KERNEL if kernel else PYTHON,
         "filesystem": (("only its own submission, Python and its libraries, enforced by " + " and ".join(enforced))
                        if kernel else "blocked in Python only (its audit hook): native code can read and write "
                        "whatever the grading user can") + ("" if not missing else f" ({'; '.join(missing)})"),
+        **{name: text for name, (text, _) in resources.items()},
         "limits": (f"{timeout_s:g} s and {timeout_s * CPU_PER_WALL:g} CPU-s per task, "
                    f"{MEMORY_LIMIT / 2**30:g} GiB, {FILE_LIMIT // 2**20} MiB files"),
+        "not_kernel": ["files"] * (not kernel) + [name for name, (_, held) in resources.items() if not held],
     }
 
 
+def _resources(reported, ws, abi) -> dict:
+    """resource -> (what held it, in words; whether a kernel layer held all of it). The child reports
+    its own layers before any student code runs; the cgroup and the workspace's disk are the grader's."""
+    seccomp = reported.get("seccomp") is True
+    no_seccomp = f"no syscall filter: {reported.get('seccomp_why') or 'not tried'}"
+    filtered = "the syscall filter (seccomp)"
+
+    if reported.get("network") is True:
+        network = "none (its own network namespace)", True
+    elif seccomp:
+        network = f"Unix sockets only ({filtered}; no network namespace: {reported.get('network_why') or 'refused'})", True
+    else:
+        network = f"blocked in Python only ({no_seccomp}; no network namespace)", False
+
+    held = ["its own PID namespace" if reported.get("pids") is True else "no PID namespace (torch needs threads)"]
+    held += [f"no call on another process ({filtered})"] * seccomp
+    held += ["signals kept inside its Landlock domain"] * (abi >= 6)
+    held += [f"another user (uid {ws.uid})"] * (ws.uid is not None)
+    if reported.get("cgroup"):
+        held.append(f"at most {EXTRA_PROCESSES + JOB_BASE_TASKS} tasks (cgroup)")
+    else:
+        held.append(f"{EXTRA_PROCESSES} more tasks (RLIMIT_NPROC; no cgroup: {reported.get('cgroup_why')})")
+    processes = "; ".join(held), seccomp or ws.uid is not None and abi >= 6
+
+    if reported.get("cgroup"):
+        memory = f"{MEMORY_LIMIT / 2**30:g} GiB counting every page it holds (cgroup)", True
+    elif seccomp:
+        memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space (RLIMIT_AS) with memfd_create refused ({filtered}); "
+                  f"no cgroup: {reported.get('cgroup_why')}"), True
+    else:
+        memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space (RLIMIT_AS), not counting memfd or tmpfs pages "
+                  f"({no_seccomp}; no cgroup: {reported.get('cgroup_why')})"), False
+
+    home_own = reported.get("home") == "tmpfs"
+    if getattr(ws, "disk", None) == "tmpfs":
+        disk = f"its workspace on a tmpfs of its own ({ws.disk_limits})", True
+    else:
+        where = ("its home on a tmpfs of its own, its output folder on the grader's disk" if home_own
+                 else "its home and output folder on the grader's disk")
+        disk = (f"{where}: {FILE_LIMIT // 2**20} MiB a file (RLIMIT_FSIZE), not bounded in total "
+                f"({getattr(ws, 'disk_why', None) or 'no tmpfs of its own'})"), False
+
+    ipc = ["its own IPC namespace"] * (reported.get("ipc") is True)
+    ipc += [f"SysV and POSIX IPC and keyrings refused ({filtered})"] * seccomp
+    ipc += ["a fresh session keyring"] * (reported.get("keyring") is True)
+    ipc = ("; ".join(ipc) or "shared with the grading user (no IPC namespace, no syscall filter)",
+           reported.get("ipc") is True or seccomp)
+    return {"network": network, "processes": processes, "memory": memory, "disk": disk, "ipc": ipc}
+
+
 KERNEL, PYTHON = "kernel", "python"
+RESOURCES = ("files", "network", "processes", "memory", "disk", "ipc")
+
+
+def isolation_line(isolation: dict) -> str:
+    """The one line a grading prints on stderr: each resource with what held it."""
+    if not isolation:
+        return "isolation: not known (nothing was run)"
+    words = {**isolation, "files": isolation.get("filesystem", "")}
+    held = "; ".join(f"{name}: {words[name]}" for name in RESOURCES if name in words)
+    weak = isolation.get("not_kernel") or []
+    return (f"isolation: user: {isolation.get('user')}; {held}; limits: {isolation.get('limits')}"
+            + (f" [not held by the kernel: {', '.join(weak)}]" if weak else " [every resource held by the kernel]"))
 
 
 class IsolationRequired(GradingError):

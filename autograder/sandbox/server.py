@@ -23,8 +23,10 @@ def serve(meta: bool, threads: int | None, probes: str):
 
     # OpenMP's worker threads do not survive a fork, but its bookkeeping does: a child would wait
     # forever for them at its first parallel kernel. With one thread the server starts none, and
-    # each child sets its own number (what a fresh process would use, unless told otherwise).
-    threads = threads or torch.get_num_threads()
+    # each child sets its own number: one unless the instructor asks for more. The probes' tensors
+    # are tiny, so more threads gain nothing on a quiet machine, and on a busy one they wait for
+    # each other and for cores that other gradings need (a grading took 15-37 s instead of 8).
+    threads = threads or 1
     torch.set_num_threads(1)
     from . import child
 

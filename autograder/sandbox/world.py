@@ -50,6 +50,7 @@ class World:
     write: list[str]  # read-write folders, never a place code may be loaded from either
     devices: list[str]  # device files, read and written
     aliases: dict[str, str] = field(default_factory=dict)  # a name on the import path -> the real path it reaches
+    home: str | None = None  # the one of ``write`` that is its home: a fresh tmpfs in a root of its own
 
     @classmethod
     def of_child(cls, import_path, submission, home, out, hidden, cuda=False) -> "World":
@@ -72,7 +73,8 @@ class World:
         devices = [p for p in DEVICES if os.path.exists(p)]
         if cuda:
             devices += [p for pattern in CUDA_DEVICES for p in glob.glob(pattern) if not os.path.isdir(p)]
-        return cls(read, os.path.realpath(submission), [os.path.realpath(home), os.path.realpath(out)], devices, aliases)
+        return cls(read, os.path.realpath(submission), [os.path.realpath(home), os.path.realpath(out)], devices, aliases,
+                   os.path.realpath(home))
 
 
 def around(paths, hidden) -> list[str]:
@@ -127,19 +129,26 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MNT_DETACH = 1024, 2048, 1 << 21, 2
 _ST_RELATIME = 4096
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41}.get(platform.machine())
+# The child's home (its TMPDIR too) in a root of its own: a fresh tmpfs, not the workspace's folder, so
+# that what it writes there is bounded in total (not only per file, RLIMIT_FSIZE) and gone when it ends.
+# Graded code needs scratch space at most; four files of the 16 MiB any one file may hold.
+HOME_BYTES = 64 * 2**20
+HOME_INODES = 4096  # files and folders: a tree of thousands of folders ends here, with ENOSPC
 
 
 class NoRoot(Exception):
     """The child's own root could not be made: ``str()`` says which step failed."""
 
 
-def own_root(world: World, stash) -> None:
+def own_root(world: World, stash, uid=None, gid=None) -> None:
     """Make the calling process's root an empty tmpfs that holds ``world`` and nothing else, in a
     mount namespace it already has of its own (``confine.namespaces``). Raises ``NoRoot``.
 
     Every name is laid out on the tmpfs before the first bind mount, so nothing is ever created
     inside a bound folder (on the real disk). The old root is detached after ``pivot_root``: unlike a
-    chroot, no ``..`` and no second chroot lead back to it."""
+    chroot, no ``..`` and no second chroot lead back to it. The home is no bind of the workspace's
+    folder but a fresh tmpfs (``HOME_BYTES``), 0700 and owned by ``uid``:``gid`` (the user the child
+    becomes; None: who it is now), so the child can fill only its own, bounded home, as root or not."""
     if SYS_PIVOT_ROOT is None:
         raise NoRoot(f"pivot_root's number is not known on {platform.machine()}")
     new = Path(stash) / "root"
@@ -148,7 +157,7 @@ def own_root(world: World, stash) -> None:
     read_only, no_code = MS_RDONLY, MS_NOEXEC | MS_NOSUID | MS_NODEV
     binds = [(p, p, read_only) for p in world.read]
     binds += [(target, name, read_only) for name, target in world.aliases.items()]
-    binds += [(world.code, world.code, read_only | no_code)] + [(p, p, no_code) for p in world.write]
+    binds += [(world.code, world.code, read_only | no_code)] + [(p, p, no_code) for p in world.write if p != world.home]
     binds += [(d, d, MS_NOEXEC | MS_NOSUID) for d in world.devices]
     places = _outermost([name for _, name, _ in binds])
     binds = [b for b in binds if b[1] in places]
@@ -159,6 +168,10 @@ def own_root(world: World, stash) -> None:
         else:
             spot.parent.mkdir(parents=True, exist_ok=True)
             spot.touch()
+    if world.home is not None:
+        home = new / world.home.lstrip("/")
+        home.mkdir(parents=True, exist_ok=True)
+        tmpfs(home, HOME_BYTES, HOME_INODES, 0o700, uid, gid)
     for source, name, flags in binds:
         spot = new / name.lstrip("/")
         _mount(source, spot, None, MS_BIND | MS_REC)
@@ -190,6 +203,14 @@ def _locked_flags(source):
     flags = os.statvfs(source).f_flag
     kept = flags & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
     return kept | (MS_RELATIME if flags & _ST_RELATIME else 0) | (MS_RDONLY if flags & MS_RDONLY else 0)
+
+
+def tmpfs(target, size, inodes, mode, uid=None, gid=None, flags=MS_NOSUID | MS_NODEV | MS_NOEXEC):
+    """Mount a fresh tmpfs on ``target``: at most ``size`` bytes and ``inodes`` files and folders, its
+    top folder ``mode`` and owned by ``uid``:``gid`` (None: the caller). No program or library written
+    there can be run (``MS_NOEXEC``). Raises ``NoRoot`` when it cannot be mounted."""
+    owner = "".join(f",{key}={value}" for key, value in (("uid", uid), ("gid", gid)) if value is not None)
+    _mount("tmpfs", target, "tmpfs", flags, f"size={size},nr_inodes={inodes},mode={mode:04o}{owner}")
 
 
 def _mount(source, target, fstype, flags, data=None):

@@ -181,7 +181,8 @@ def generate_greedy(model, idx, max_new_tokens, context_size):
     Each step feeds the last ``context_size`` tokens at most (positions start at 0 for the first of
     them), takes the logits of the last position, and appends their argmax. Runs without autograd
     (``torch.no_grad()``) and leaves the model's mode as it is. Returns the token ids,
-    (batch, n + max_new_tokens), of ``idx``'s dtype; ``idx`` itself is not changed.
+    (batch, n + max_new_tokens), as integers: ``idx``'s dtype, or the int64 that argmax gives;
+    ``idx`` itself is not changed.
     """
     ### BEGIN SOLUTION
     for _ in range(max_new_tokens):
@@ -277,7 +278,8 @@ def generate_cached(model, idx, max_new_tokens, context_size):
     keys and values of one new token instead of all of them again. When the caches hold
     ``context_size`` tokens there is no room for another: the next step starts afresh from the last
     ``context_size`` tokens, as ``generate_greedy`` does at every step. Runs without autograd and
-    leaves the model's mode as it is. Returns (batch, n + max_new_tokens) token ids, of ``idx``'s dtype.
+    leaves the model's mode as it is. Returns (batch, n + max_new_tokens) token ids, integers as
+    ``generate_greedy``'s are.
     """
     ### BEGIN SOLUTION
     caches = None

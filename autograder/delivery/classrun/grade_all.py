@@ -26,6 +26,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -40,7 +41,7 @@ from ...limits import MAX_SUBMISSION_FILES
 from ...paths import KIT_PACKAGE, runtime_files
 from ...regular_files import NotRegular, read_regular
 from ...sandbox.forkserver import ForkServer
-from ...sandbox.runner import TASK_TIMEOUT_S
+from ...sandbox.runner import TASK_TIMEOUT_S, worst_case_s
 from ..report import TEMPORARY, csv_cell, printable, write_atomically, write_json
 from .progress import Progress
 from .summary import histogram_png, item_analysis, item_analysis_png, text_summary
@@ -224,10 +225,25 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
         os.close(lock)
 
 
+# Past the runner's own bound on a grading (worst_case_s), this much more is the grader's: intake,
+# judging, pictures. A grading still not done then is the student's "took too long", and the class goes on.
+GRADER_MARGIN_S = 120.0
+
+
+def grading_limit_s(stages, devices, timeout_s, config) -> float:
+    """How long one student's grading may take before grade-all stops waiting for it."""
+    from ...grading.grade import plan
+
+    return worst_case_s(plan(config.checks(stages), set(devices)), timeout_s or TASK_TIMEOUT_S) + GRADER_MARGIN_S
+
+
 def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, config):
-    """Grade ``todo`` ((entry, key) pairs) with ``jobs`` workers; this thread alone writes files."""
+    """Grade ``todo`` ((entry, key) pairs) with ``jobs`` workers; this thread alone writes files, and
+    never waits on a grading past ``grading_limit_s``: that student's row says so, and a worker stuck
+    in it is left behind (it holds only its own fork server, which dies with grade-all)."""
     jobs = min(jobs, len(todo))
-    threads = max(1, (os.cpu_count() or 1) // jobs)  # torch threads per child: no oversubscription
+    limit = grading_limit_s(stages, todo[0][1]["devices"], timeout_s, config)
+    threads = config.threads  # torch threads per child: one unless the course asks for more
     work, done = queue.Queue(), queue.Queue()
     for item in todo:
         work.put(item)
@@ -239,8 +255,27 @@ def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, config)
         t.start()
     failed = {}
     progress = Progress(len(entries), done=len(entries) - len(todo))
-    for _ in range(len(todo)):
-        outcome = done.get()
+    started, finished, gave_up = {}, set(), set()  # when a worker took a student; whose outcome is counted; given up
+    while len(finished) < len(todo):
+        try:
+            outcome = done.get(timeout=1.0)
+        except queue.Empty:
+            now = time.monotonic()
+            for late in [s for s, t in started.items() if s not in finished and now - t > limit]:
+                finished.add(late)
+                gave_up.add(late)
+                failed[late] = (f"took too long: its grading ran past {limit:.0f} s, the most all its checks "
+                                "may take together, and was stopped")
+                progress.say(f"{printable(late)}: {failed[late]}")
+                write_atomically(out, csv_text(entries, records, stages, failed, config))
+                progress.advance(f"{printable(late)} took too long")
+            continue
+        if isinstance(outcome, tuple):  # ("started", student): a worker took it now
+            started[outcome[1]] = time.monotonic()
+            continue
+        if outcome.entry.student in finished:  # it came back after it was given up on: the row stands
+            continue
+        finished.add(outcome.entry.student)
         student = printable(outcome.entry.student)  # as the terminal shows it
         for check_id, device, trace in outcome.grader_errors:  # for the instructor, never in a record
             progress.say(f"{student}: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
@@ -253,8 +288,9 @@ def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, config)
             records[outcome.entry.student] = outcome.record
         write_atomically(out, csv_text(entries, records, stages, failed, config))
         progress.advance(f"{student} {outcome.record.score}" if outcome.record else f"{student} failed")
-    for t in workers:
-        t.join()
+    if not gave_up:  # else a worker may be stuck in the grading given up on: it is a daemon, left behind
+        for t in workers:
+            t.join()
     return failed
 
 
@@ -268,6 +304,7 @@ def _worker(work, done, meta, timeout_s, threads, config):
     try:
         while (item := work.get()) is not None:
             entry, key = item
+            done.put(("started", entry.student))
             try:
                 done.put(grade_one(entry, key, server, timeout_s, config) if server else Outcome(entry, None, why))
             except BaseException as exc:  # the grader's own bug: report it, keep the others going
@@ -289,9 +326,10 @@ def _summarise(entries, records, stages, failed, out, config, log):
     rows = [(student, sum(p.values()), p) for student, p in points.items()]
     regrade = [student for student in points if records[student].regrade]
     items = item_analysis([records[student] for student in points], config.checks(stages))
+    flagged = [(printable(s), found) for s in points if (found := records[s].extra.get("flagged_for_review"))]
     text = text_summary(rows, out_of, {s: config.max_points(s) for s in stages},
                         problems=[printable(s) for s in sorted(failed)], regrade=[printable(s) for s in regrade],
-                        items=items)
+                        items=items, flagged=flagged)
     write_atomically(summary_path, text)
     drawn, title = [], f"{len(rows)} students, stages {', '.join(map(str, stages))}"
     for path, draw in ((picture, lambda tmp: histogram_png([total for _, total, _ in rows], out_of, tmp, title)),

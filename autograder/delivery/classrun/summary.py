@@ -75,10 +75,11 @@ def _items_text(items, most=15):
     return lines
 
 
-def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=()):
+def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=(), flagged=()):
     """``rows``: (student, total, {stage: points}) of every graded student; ``problems``: the students
     the grader failed on; ``regrade``: those graded but with checks the grader failed on; ``items``:
-    the item analysis (``item_analysis``)."""
+    the item analysis (``item_analysis``); ``flagged``: (student, findings) of those whose code
+    reaches for the interpreter's internals (``intake.review``)."""
     if not rows:
         return "no student was graded\n"
     totals = [total for _, total, _ in rows]
@@ -108,6 +109,9 @@ def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=()):
     if regrade:
         lines += ["", f"marked for a regrade: the grader failed on some of their checks ({len(regrade)}): "
                   + ", ".join(regrade)]
+    if flagged:  # graded like anyone else, and named: a flag is for the instructor to look at
+        lines += [""] + [f"flagged for review: {student}: {found[0]}" + (f" (+{len(found) - 1} more)" if found[1:] else "")
+                         for student, found in flagged]
     if items:
         lines += _items_text(items)
     return "\n".join(lines) + "\n"

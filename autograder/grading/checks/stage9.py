@@ -313,18 +313,22 @@ def swa_rolling(obs, ctx):
                f"{tuple(out.shape)}, expected {tuple(full.shape)}")
         for t in range(full.shape[1]):
             expect_close(out[:, t], full[:, t], f"{SWA_LAYER}, fed {how} with its cache, at position {t}")
-    past = get(obs, "past_context")
-    expect("refused" not in past, "SlidingWindowAttention(..., context_length=6, window=3) refused to decode 10 tokens "
-           f"one at a time with its cache ({past.get('refused')}): context_length bounds the tokens of one call, and "
-           "with a cache decoding may go on past it, as the docstring says (the cache never holds more than "
-           "window - 1)")
-    decoded, alone = past["decoded"], past["alone"]
-    what = "SlidingWindowAttention(..., context_length=6, window=3) decoding 10 tokens one at a time"
-    expect(decoded.dim() == alone.dim() == 3 and decoded.shape == alone.shape, f"{what} gave outputs of shape "
-           f"{tuple(decoded.shape)} in all; fed each token's window alone, the layer gives {tuple(alone.shape)}")
-    for t in range(alone.shape[1]):
-        expect_close(decoded[:, t], alone[:, t], f"{what}, at position {t}, against the same layer fed only that "
-                     "token's window (the contract lets decoding with a cache go on past context_length)")
+    layer = "SlidingWindowAttention(..., context_length=6, window=3)"
+    for key, how, why in (
+            ("past_context", "one at a time", "the cache never holds more than window - 1"),
+            ("past_context_pieces", "in two pieces of 5", "a piece of 5 fits, and the 2 tokens cached before the "
+             "second piece do not count against it")):
+        past = get(obs, key)
+        expect("refused" not in past, f"{layer} refused to decode 10 tokens {how} with its cache "
+               f"({past.get('refused')}): context_length bounds the tokens of one call, and with a cache decoding may "
+               f"go on past it, as the docstring says ({why})")
+        decoded, alone = past["decoded"], past["alone"]
+        what = f"{layer} decoding 10 tokens {how}"
+        expect(decoded.dim() == alone.dim() == 3 and decoded.shape == alone.shape, f"{what} gave outputs of shape "
+               f"{tuple(decoded.shape)} in all; fed each token's window alone, the layer gives {tuple(alone.shape)}")
+        for t in range(alone.shape[1]):
+            expect_close(decoded[:, t], alone[:, t], f"{what}, at position {t}, against the same layer fed only that "
+                         "token's window (the contract lets decoding with a cache go on past context_length)")
 
 
 @CHECKS.add("s9.swa.errors", points=1, probe="s9.swa.errors",

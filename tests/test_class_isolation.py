@@ -1,0 +1,127 @@
+"""What one grading can do to another: attacks at run time, each graded by one ``grade-all`` beside
+two honest students, as root and as an ordinary user would grade.
+
+The attacker's name sorts first, so it is graded first, by the same worker and fork server as the
+honest students after it (``--jobs 1``). The honest students' CSV rows and records (every check's
+points and feedback) must be identical to those of a run without the attacker; the attacker's own
+code says ``LEAKED`` in its feedback when an attack got through; every run ends within
+``test_class_zoo.BOUND_S`` and its peak memory within ``test_class_zoo.PEAK_BYTES``.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.test_class_zoo import BOUND_S, PEAK_BYTES, ROOT, run_grade_all
+
+# The end of simple.py: context_vector attacks, then answers right (its own points do not matter).
+ATTACKS = {  # name -> (the attack, the layers that alone stop it here: taken away, it works)
+    # Lower the fork server's limits: the next student's child could not start (as an ordinary user,
+    # the child shares the grader's uid). The syscall filter refuses prlimit64 on any other process.
+    "prlimit_of_the_server": (("seccomp",), '''
+    import os, resource
+    try:
+        resource.prlimit(os.getppid(), resource.RLIMIT_NPROC, (1, 1))
+        resource.prlimit(os.getppid(), resource.RLIMIT_AS, (2**28, 2**28))
+        raise RuntimeError("LEAKED: lowered the fork server's limits")
+    except PermissionError:
+        pass
+'''),
+    # Slow the grader down for everyone after: renice it and pin it to one CPU.
+    # (Here the kernel refuses these even without the filter; tests/test_isolation.py shows the filter's
+    # own refusal, on a process of the same user.)
+    "renices_the_server": (None, '''
+    import os
+    for attack in (lambda: os.setpriority(os.PRIO_PROCESS, os.getppid(), 19),
+                   lambda: os.sched_setaffinity(os.getppid(), {0})):
+        try:
+            attack()
+        except OSError:
+            continue
+        raise RuntimeError("LEAKED: changed the fork server's scheduling")
+'''),
+    # Hold memory where neither RLIMIT_AS nor the watch on one process's resident memory sees it: in
+    # memfd files of 16 MiB each (RLIMIT_FSIZE bounds one file).
+    "holds_memory_in_memfd": (("seccomp", "cgroup"), '''
+    import os
+    block, held = b"x" * (16 * 2**20), []
+    try:
+        for _ in range(64):  # 1 GiB: enough to show it held what it should not, short of harming the machine
+            fd = os.memfd_create("held")
+            os.write(fd, block)
+            held.append(fd)
+    except OSError:
+        pass
+    if len(held) >= 64:
+        raise RuntimeError(f"LEAKED: held {len(held) * 16} MiB in memfd files")
+'''),
+}
+
+
+def simple_with(attack: str) -> str:
+    reference = (ROOT / "solutions" / "attention_lab" / "simple.py").read_text()
+    return reference + f"\n\n_right_context_vector = context_vector\n\n\ndef context_vector(inputs, weights):\n{attack}" \
+                       "\n    return _right_context_vector(inputs, weights)\n"
+
+
+def honest_class(folder: Path) -> Path:
+    shutil.copytree(ROOT / "solutions" / "attention_lab", folder / "ann" / "attention_lab")
+    shutil.copytree(ROOT / "assignments" / "attention_lab", folder / "bob" / "attention_lab")
+    return folder
+
+
+def graded(folder: Path, out: Path, as_root: bool, without=(), finished=True):
+    """(CSV rows, records, stderr) of one grade-all; ``finished``: it must exit 0."""
+    code, stderr, seconds, peak = run_grade_all(folder, out, as_root=as_root, without=without)
+    assert code == 0 or not finished, stderr[-3000:]
+    assert seconds < BOUND_S and peak < PEAK_BYTES, (seconds, peak)
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(out.read_text()))}
+    records = {name: json.loads(path.read_text()) for name in rows
+               if (path := out.with_name(out.stem + "-results") / f"{name}.json").exists()}
+    return rows, records, stderr
+
+
+def comparable(record: dict) -> list:
+    """What a record says of each check: its points and its feedback (not how long it took)."""
+    return [(t["number"], t["score"], t["output"]) for t in record["tests"]]
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["as_root", "as_user"])
+def baseline(request, tmp_path_factory):
+    """The honest class graded alone, once per way of grading."""
+    folder = honest_class(tmp_path_factory.mktemp("alone") / "submitted")
+    rows, records, _ = graded(folder, folder.parent / "grades.csv", request.param)
+    return request.param, rows, records
+
+
+def with_attacker(folder: Path, attack: str) -> Path:
+    shutil.copytree(ROOT / "solutions" / "attention_lab", folder / "aaa" / "attention_lab")
+    (folder / "aaa" / "attention_lab" / "simple.py").write_text(simple_with(ATTACKS[attack][1]))
+    return folder
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_an_attack_at_run_time_changes_no_other_grade(attack, baseline, tmp_path):
+    as_root, rows_alone, records_alone = baseline
+    folder = with_attacker(honest_class(tmp_path / "submitted"), attack)
+    rows, records, stderr = graded(folder, tmp_path / "grades.csv", as_root)
+    assert "LEAKED" not in json.dumps(records["aaa"]) and "LEAKED" not in stderr, records["aaa"]["tests"]
+    for honest in ("ann", "bob"):
+        assert rows[honest] == rows_alone[honest], (honest, rows[honest], rows_alone[honest])
+        assert comparable(records[honest]) == comparable(records_alone[honest]), honest
+
+
+@pytest.mark.parametrize("attack", [name for name, (layers, _) in ATTACKS.items() if layers])
+def test_without_its_layers_the_attack_gets_through(attack, tmp_path):
+    """The layers that stop it taken away, graded as an ordinary user (who shares the grader's uid,
+    and so may reach its processes): each attack above works, which is what those layers are for."""
+    folder = with_attacker(honest_class(tmp_path / "submitted"), attack)
+    rows, records, _ = graded(folder, tmp_path / "grades.csv", as_root=False, without=ATTACKS[attack][0],
+                              finished=False)
+    harmed = [name for name in ("ann", "bob") if name not in records]  # "the grader's child process failed to start"
+    assert "LEAKED" in json.dumps(records["aaa"]) or harmed, (rows, records["aaa"]["tests"])

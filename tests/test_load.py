@@ -1,0 +1,207 @@
+"""Verdicts that do not depend on load, and a grader that bounds itself.
+
+- A task that runs out of wall clock while it mostly waited for a CPU is run again alone before it
+  is charged (``runner.STARVED_SHARE``, ``runner.ALONE_WALL_FACTOR``); shown able to fail by taking the
+  second run away.
+- The reference keeps full marks graded beside 2 x cores of busy processes, 5 times of 5, and so does
+  a ``grade-all`` of 8 honest copies with the default workers.
+- A child's memory cgroup counts what ``RLIMIT_AS`` does not (``memfd`` pages); shown able to fail.
+- ``grade-all`` never waits on one grading past its limit: that student's row says it took too long.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from autograder.delivery.classrun import grade_all as grade_all_module
+from autograder.grading.config import CourseConfig
+from autograder.sandbox import cgroups, runner, workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIRED = os.environ.get("ATTENTION_LAB_ISOLATION_TESTS") == "required"
+
+
+def needs(ok, why):
+    if not ok:
+        (pytest.fail if REQUIRED else pytest.skip)(why)
+
+
+@contextmanager
+def busy(count, cpus=None):
+    """``count`` processes that spin on the CPU (pinned to ``cpus`` when given) for at most 10
+    minutes each, stopped when the block ends."""
+    spin = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass\n"
+    procs = []
+    try:
+        for _ in range(count):
+            procs.append(subprocess.Popen([sys.executable, "-c", spin],
+                                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None))
+        time.sleep(0.3)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+# A stage-1 function that needs about 1.5 s of CPU: inside a 3 s limit on a quiet CPU, past it when it
+# gets a third of one.
+SLOW_BUT_HONEST = '''
+
+def context_vector(inputs, weights):
+    import time
+    end = time.process_time() + 1.5
+    while time.process_time() < end:
+        pass
+    return weights @ inputs
+'''
+
+STARVED_SCRIPT = '''
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from autograder.sandbox import runner
+runner.ALONE_WALL_FACTOR = float(sys.argv[3])
+from autograder.grading.grade import grade
+graded = grade(sys.argv[2], stages={1}, timeout_s=3)
+r = next(r for r in graded.results if r.id == "s1.context_vector")
+print(json.dumps({"passed": r.passed, "feedback": r.feedback}))
+'''
+
+
+def graded_on_one_busy_cpu(tmp_path, factor):
+    """Grade the slow-but-honest stage 1 with the grader, its children and two busy processes all
+    on CPU 0: the task gets about a third of it."""
+    sub = tmp_path / "slow"
+    shutil.copytree(ROOT / "solutions" / "attention_lab", sub / "attention_lab")
+    simple = sub / "attention_lab" / "simple.py"
+    simple.write_text(simple.read_text() + SLOW_BUT_HONEST)
+    with busy(2, cpus={0}):
+        done = subprocess.run([sys.executable, "-c", STARVED_SCRIPT, str(ROOT), str(sub), str(factor)],
+                              capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_task_held_up_by_the_machine_is_run_again_alone_before_it_is_charged(tmp_path):
+    seen = graded_on_one_busy_cpu(tmp_path, runner.ALONE_WALL_FACTOR)
+    assert seen["passed"], seen
+
+
+def test_without_the_second_run_the_busy_machine_costs_the_check(tmp_path):
+    """The layer taken away (the second run gets no more wall clock than the first): the same honest
+    code loses the check, and the feedback says it was run again alone."""
+    seen = graded_on_one_busy_cpu(tmp_path, 1.0)
+    assert not seen["passed"] and "run again alone" in seen["feedback"], seen
+
+
+def test_the_reference_keeps_full_marks_under_load_5_times_of_5(root):
+    from autograder.grading.grade import grade
+
+    full = CourseConfig().max_points()
+    seconds = []
+    with busy(2 * (os.cpu_count() or 1)):
+        for _ in range(5):
+            graded = grade(root / "solutions")
+            lost = [r.id for r in graded.results if not r.passed]
+            assert not lost and sum(r.points for r in graded.results) == full, lost
+            seconds.append(graded.seconds)
+    print(f"graded under load in {', '.join(f'{s:.1f}' for s in seconds)} s")
+
+
+def test_a_class_of_8_honest_copies_keeps_full_marks_under_load(root, tmp_path):
+    klass = tmp_path / "submitted"
+    for i in range(8):
+        shutil.copytree(root / "solutions" / "attention_lab", klass / f"s{i}" / "attention_lab")
+    out = tmp_path / "grades.csv"
+    with busy(2 * (os.cpu_count() or 1)):
+        assert grade_all_module.grade_all(klass, out, log=lambda _: None) == 0
+    full = str(CourseConfig().max_points())
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 8 and all(r["total"] == full for r in rows), rows
+
+
+MEMFD = '''
+import os
+fd = os.memfd_create("held")
+block = b"x" * (8 * 2**20)
+for _ in range({blocks}):
+    os.write(fd, block)
+print("held", flush=True)
+'''
+
+
+def held_in_memfd(group, blocks):
+    """Run a process that writes ``blocks`` x 8 MiB into a memfd file, in ``group`` when given;
+    returns its exit code (0: it held all of it)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(write)
+        os.read(read, 1)  # wait until it is in its group
+        os.execv(sys.executable, [sys.executable, "-c", MEMFD.format(blocks=blocks)])
+    os.close(read)
+    if group is not None:
+        group.add(pid)
+    os.write(write, b"go")
+    os.close(write)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_a_memory_cgroup_counts_memfd_pages_that_rlimit_as_does_not():
+    why = cgroups.unavailable()
+    needs(why is None and workspace.is_root(), f"no cgroup for a grading child here: {why}")
+    group = cgroups.JobGroup(128 * 2**20, 64)
+    folders = list(group.folders)
+    try:
+        assert held_in_memfd(group, 32) == -9  # 256 MiB in a group of 128 MiB: the kernel kills it
+        assert group.ran_out_of_memory()
+    finally:
+        group.remove()
+    assert held_in_memfd(None, 32) == 0  # the layer taken away: the same pages are held
+    assert not [f for f in folders if f.exists()], "a group was left behind"
+
+
+def test_a_group_left_by_a_killed_grading_is_reclaimed():
+    why = cgroups.unavailable()
+    needs(why is None and workspace.is_root(), f"no cgroup for a grading child here: {why}")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    group = cgroups.JobGroup(2**30, 64)
+    stale = [f.with_name(f"{cgroups.PREFIX}{dead.stdout.strip()}-left") for f in group.folders]
+    group.remove()
+    for folder in stale:
+        folder.mkdir()
+    cgroups.JobGroup(2**30, 64).remove()  # the next grading
+    assert not [f for f in stale if f.exists()]
+
+
+def test_grade_all_gives_up_on_a_grading_that_never_returns(root, tmp_path, monkeypatch):
+    """A grading stuck in the grader itself (here: a grade() that never returns for one student)
+    costs that student a row that says so; the class goes on and grade-all ends."""
+    klass = tmp_path / "submitted"
+    for name in ("ann", "zed"):
+        shutil.copytree(root / "solutions" / "attention_lab", klass / name / "attention_lab")
+    real = grade_all_module.grade
+
+    def stuck(path, **kwargs):
+        if path.name == "zed":
+            time.sleep(3600)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(grade_all_module, "grade", stuck)
+    monkeypatch.setattr(grade_all_module, "grading_limit_s", lambda *a: 5.0)
+    out = tmp_path / "grades.csv"
+    start = time.monotonic()
+    assert grade_all_module.grade_all(klass, out, stages=[1], jobs=2, log=lambda _: None) == 1
+    assert time.monotonic() - start < 60
+    rows = {r["student"]: r for r in csv.DictReader(out.open())}
+    assert rows["ann"]["total"] == str(CourseConfig().max_points(1))
+    assert rows["zed"]["total"] == "" and "took too long" in rows["zed"]["problem"], rows["zed"]
