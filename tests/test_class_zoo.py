@@ -281,9 +281,10 @@ def test_one_student_cannot_stop_a_class(case, tmp_path):
 @pytest.mark.parametrize("as_root", [True, False], ids=["root", "not_root"])
 def test_what_a_child_leaves_is_cleaned_up(as_root, tmp_path):
     """The deep tree and the full disk, graded before two honest students by a grader that is root
-    (each workspace, home and output folder a tmpfs, unmounted after) and by one that is not (folders on
-    disk, which clean-up walks): exit 0, normal points, nothing said about what could not be removed, and
-    no workspace of this class left in the temporary folder."""
+    (each workspace, home and output folder a tmpfs, unmounted after) and by one that is not (a workspace
+    on disk, which clean-up walks; the child's home a tmpfs in its own root, its output folder one in the
+    fork server's mount namespace): exit 0, normal points, a full disk for the filler alone, nothing said
+    about what could not be removed, and no workspace of this class left in the temporary folder."""
     klass = tmp_path / "submitted"
     reference(klass / "ann")
     shutil.copytree(ROOT / "assignments" / "attention_lab", klass / "bob" / "attention_lab")
@@ -301,6 +302,11 @@ def test_what_a_child_leaves_is_cleaned_up(as_root, tmp_path):
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO(out.read_text()))}
     assert rows["ann"]["total"] == str(sum(CourseConfig().max_points(s) for s in STAGES_GRADED)), rows
     assert rows["bob"]["total"] == "0" and set(rows) == {"aaron", "ada", "ann", "bob"}, rows
+    # Its home (the child's own root) and its output folder (the workspace's tmpfs as root, the fork
+    # server's as an ordinary user) were full long before 160 MiB and 10,000 files.
+    record = json.loads((tmp_path / "grades-results" / "aaron.json").read_text())
+    said = next(t["output"] for t in record["tests"] if t["number"] == "s1.softmax_naive")
+    assert said.count("No space left on device") >= 2 and "not full" not in said, said
     left = []
     for workspace in Path(tempfile.gettempdir()).glob("attention-lab-*"):
         try:

@@ -272,7 +272,7 @@ def test_graded_as_an_ordinary_user(root, tmp_path):
     try:
         cases = []
         for stem in ("reads_course_and_classmates", "native_writes_outside", "reads_golden_natively",
-                     "module_links_to_root_only_file"):
+                     "module_links_to_root_only_file", "prlimit_from_python", "memfd_from_python"):
             path = next(p for p in HOSTILE if p.stem == stem)
             entry = read_entry(path)
             folder = assemble(path, entry, shared / stem / "sub")

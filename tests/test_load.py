@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ import pytest
 from autograder.delivery.classrun import grade_all as grade_all_module
 from autograder.grading.config import CourseConfig
 from autograder.sandbox import cgroups, runner, workspace
+from tools.bench import busy
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = os.environ.get("ATTENTION_LAB_ISOLATION_TESTS") == "required"
@@ -33,24 +33,6 @@ REQUIRED = os.environ.get("ATTENTION_LAB_ISOLATION_TESTS") == "required"
 def needs(ok, why):
     if not ok:
         (pytest.fail if REQUIRED else pytest.skip)(why)
-
-
-@contextmanager
-def busy(count, cpus=None):
-    """``count`` processes that spin on the CPU (pinned to ``cpus`` when given) for at most 10
-    minutes each, stopped when the block ends."""
-    spin = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass\n"
-    procs = []
-    try:
-        for _ in range(count):
-            procs.append(subprocess.Popen([sys.executable, "-c", spin],
-                                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None))
-        time.sleep(0.3)
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 # A stage-1 function that needs about 1.5 s of CPU: inside a 3 s limit on a quiet CPU, past it when it

@@ -1,7 +1,8 @@
 """Time grading on the bundled material: ``python -m tools.bench [--repeat N] [--nbgrader | --html]``.
 
 Without options: ``grade`` on the reference and on the stubs, each run in a fresh child
-process exactly as ``attention-lab grade`` does. With ``--html``: ``attention-lab grade
+process exactly as ``attention-lab grade`` does. With ``--busy N``: the same, beside N processes that
+spin on the CPU (a busy machine: a class graded with several workers, a shared runner). With ``--html``: ``attention-lab grade
 solutions`` as a command, without and with ``--html report.html`` in turns, and the report's size. With ``--nbgrader``: one submission (the
 reference typed into the course's notebooks) graded as an instructor would, as commands:
 ``nbgrader autograde`` against ``attention-lab grade`` on the same submitted folder. Figures are
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -24,12 +26,13 @@ from autograder.paths import KIT_ROOT
 
 
 def timed(repeat, run):
-    times, outcome = [], None
+    """(seconds of each run, what the runs gave: one outcome, or each different one, in order)."""
+    times, outcomes = [], []
     for _ in range(repeat):
         start = time.perf_counter()
-        outcome = run()
+        outcomes.append(run())
         times.append(time.perf_counter() - start)
-    return times, outcome
+    return times, " | ".join(dict.fromkeys(outcomes))
 
 
 def line(name, times, outcome):
@@ -99,15 +102,36 @@ def bench_html(repeat):
               f"{statistics.median(with_html) - statistics.median(plain):.2f} s (difference of the medians)")
 
 
+@contextmanager
+def busy(count, cpus=None):
+    """``count`` processes that spin on the CPU (pinned to ``cpus`` when given) for at most 10
+    minutes each, stopped when the block ends."""
+    spin = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass\n"
+    procs = []
+    try:
+        for _ in range(count):
+            procs.append(subprocess.Popen([sys.executable, "-c", spin],
+                                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None))
+        time.sleep(0.3)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--nbgrader", action="store_true", help="nbgrader autograde vs attention-lab grade")
     parser.add_argument("--html", action="store_true", help="attention-lab grade with and without --html")
+    parser.add_argument("--busy", type=int, default=0, metavar="N", help="grade beside N processes that spin on the CPU")
     args = parser.parse_args(argv)
     print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, "
-          f"{os.cpu_count()} CPUs, cuda {'available' if torch.cuda.is_available() else 'not available'}")
-    (bench_nbgrader if args.nbgrader else bench_html if args.html else bench_grade)(args.repeat)
+          f"{os.cpu_count()} CPUs, cuda {'available' if torch.cuda.is_available() else 'not available'}"
+          + (f", beside {args.busy} busy processes" if args.busy else ""))
+    with busy(args.busy):
+        (bench_nbgrader if args.nbgrader else bench_html if args.html else bench_grade)(args.repeat)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .linux import libc, no_new_privileges
+from .linux import libc, no_new_privileges, own_user_namespace
 from .world import MS_PRIVATE, MS_REC
 
 # ---------------------------------------------------------------- 1. limits
@@ -93,24 +93,11 @@ def namespaces() -> dict:
     queue of anyone else's, and what the child makes there goes with it. Containers that forbid
     namespaces (Docker's default) leave Landlock, the syscall filter and the audit hook."""
     pids = {"pids": False, "pids_why": NO_PID_NAMESPACE}
-    if os.getuid() != 0 and not _user_namespace():
+    if os.getuid() != 0 and not own_user_namespace():
         return {"network": False, "mounts": False, "ipc": False, **pids}
     mounts = libc.unshare(CLONE_NEWNS) == 0 and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
     return {"network": libc.unshare(CLONE_NEWNET) == 0, "mounts": mounts, "ipc": libc.unshare(CLONE_NEWIPC) == 0,
             **pids}
-
-
-def _user_namespace():
-    uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(CLONE_NEWUSER) != 0:
-        return False
-    try:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w") as f:
-                f.write(text)
-    except OSError:
-        return False
-    return True
 
 
 def can_own_root() -> bool:

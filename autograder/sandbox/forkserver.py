@@ -40,6 +40,10 @@ class ForkServer:
 
     def __init__(self, meta=True, threads=None):
         self.meta, self.threads = meta, threads
+        # The grader cannot mount a tmpfs for a child's output folder unless it is root: the server
+        # then tries a mount namespace of its own for them (``server.serve``'s ``private``).
+        self.private = not workspace.is_root()
+        self.outputs = False  # True when the server mounts each child's output folder as a tmpfs
         self.uid = self.gid = None
         self._lock = None
         self.proc = None
@@ -70,15 +74,17 @@ class ForkServer:
             return
         paths = [str(KIT_ROOT)] + [p for p in workspace.site_paths() if p != str(KIT_ROOT)]
         boot = (f"import sys; sys.path[:0] = {paths!r}; from autograder.sandbox.server import serve; "
-                f"serve({self.meta!r}, {self.threads!r}, {PROBES!r})")
+                f"serve({self.meta!r}, {self.threads!r}, {PROBES!r}, {self.private!r})")
         self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", boot], env=self.base_env(), bufsize=0,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, cwd="/",
         )
-        if self._read(START_TIMEOUT_S) != "ready":
+        answer = self._read(START_TIMEOUT_S)
+        if answer not in ("ready", "ready tmpfs"):
             self.close()
             raise GradingError(f"the grader's fork server did not start: {self._last_words()}")
+        self.outputs = answer == "ready tmpfs"
 
     def _read(self, timeout):
         """The server's next line, None on timeout, "" when it has gone."""
@@ -93,9 +99,11 @@ class ForkServer:
         code = self.proc.poll()
         return (lines[-1] if lines else "no error output") + (f" (exit code {code})" if code is not None else "")
 
-    def start(self, job, stderr, cwd, env) -> "Child":
+    def start(self, job, stderr, cwd, env, tmpfs=None) -> "Child":
+        """Fork a child that runs ``job`` in ``cwd`` (its output folder); ``tmpfs``: (bytes, files) to
+        bound that folder by, where the server mounts it."""
         self._ensure_running()
-        request = {"job": str(job), "stderr": str(stderr), "cwd": str(cwd), "env": env}
+        request = {"job": str(job), "stderr": str(stderr), "cwd": str(cwd), "env": env, "tmpfs": tmpfs}
         try:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
         except BrokenPipeError:  # it died since the check: start another, once
@@ -106,7 +114,7 @@ class ForkServer:
         if not answer.startswith("started "):
             self.close()
             raise GradingError(f"the grader's fork server did not fork a child: {self._last_words()}")
-        return Child(self, int(answer.split()[1]))
+        return Child(self, int(answer.split()[1]), answer.endswith(" tmpfs"))
 
     def kill_stragglers(self, pgid):
         """Kill what a finished child left running: its process group, and every process that
@@ -138,8 +146,14 @@ class ForkServer:
 class Child:
     """A forked child, as the runner watches it (the part of ``subprocess.Popen`` it uses)."""
 
-    def __init__(self, server, pid):
+    def __init__(self, server, pid, output_tmpfs=False):
         self.server, self.pid, self.returncode = server, pid, None
+        # Its output folder is a tmpfs in the server's mount namespace: seen through the server's root.
+        self.output_tmpfs, self._root = output_tmpfs, f"/proc/{server.proc.pid}/root"
+
+    def view(self, path) -> Path:
+        """Where the grader finds ``path`` as the child wrote it."""
+        return Path(self._root + str(path)) if self.output_tmpfs else Path(path)
 
     def wait(self, timeout=None):
         if self.returncode is None:

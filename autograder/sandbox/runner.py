@@ -28,7 +28,7 @@ import torch
 from ..errors import GradingError
 from ..paths import KIT_ROOT
 from ..public.feedback import problem
-from . import cgroups, linux, protocol, workspace
+from . import cgroups, linux, protocol, workspace, world
 from .forkserver import ForkServer
 from .protocol import START_TIMEOUT_S, Task
 from .workspace import Workspace, read_small
@@ -272,9 +272,11 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
     job_path = ws.control / f"{out.name}.json"
     job.write(job_path)
     group, no_group = _job_group()
-    proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()))
+    own_disk = None if ws.disk == workspace.TMPFS else (workspace.OUTPUT_BYTES, workspace.OUTPUT_INODES)
+    proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()), tmpfs=own_disk)
+    seen = proc.view(out)  # where the grader reads what the child wrote in ``out``
     try:
-        code, stopped, layers, starved = _watch(proc, out, timeout_s, pending, cpu_limit, left, group)
+        code, stopped, layers, starved = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group)
     finally:
         _kill(proc)
         server.kill_stragglers(proc.pid)
@@ -282,7 +284,7 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
         if group is not None:
             group.remove()
     if layers is not None:
-        layers = _with_group(layers, group, no_group)
+        layers = _with_grader_facts(layers, group, no_group, proc.output_tmpfs)
     if out_of_memory and stopped is None and code == -signal.SIGKILL:
         stopped = f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory"  # the cgroup's OOM killer ended it
     if layers is None:  # the child never reached the end of its trusted set-up: no student code ran, the kit failed
@@ -294,13 +296,13 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
     # ended during the task it last named, before any later one started, unless it said it was done.
     # They are read as regular files, CHILD_RESULTS_MAX_BYTES in all. Which results exist decides what
     # is blamed, never CURRENT's word alone.
-    last, counted = _read_current(out), pending
+    last, counted = _read_current(seen), pending
     if stopped is None and last != protocol.DONE:  # it ended on its own, during the task it last named
         counted = pending[:pending.index(last)] if last in pending else []
     found, budget = {}, workspace.CHILD_RESULTS_MAX_BYTES
     for i in counted:
         limit = min(workspace.RESULT_MAX_BYTES, budget)
-        data = workspace.read_result(protocol.result_file(out, i), limit)
+        data = workspace.read_result(protocol.result_file(seen, i), limit)
         if data is None:
             break
         if isinstance(data, str) and limit < workspace.RESULT_MAX_BYTES:
@@ -310,7 +312,7 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
     missing = [i for i in pending if i not in found]
     if not missing:
         return found, None, None, layers, False
-    current = _read_current(out)
+    current = _read_current(seen)
     blamed = current if current in missing else missing[0]
     how = stopped if stopped is not None else _died(code, ws, out)
     return found, blamed, _blame(tasks, blamed, how, timeout=stopped is not None), layers, starved
@@ -332,8 +334,9 @@ def _job_group():
 JOB_BASE_TASKS = 64  # threads a child holds when it is moved into its cgroup (torch's own and CUDA's), with room
 
 
-def _with_group(reported: bytes, group, why) -> bytes:
-    """The child's report with what its cgroup is (the grader made it: the child cannot say)."""
+def _with_grader_facts(reported: bytes, group, why, output_tmpfs) -> bytes:
+    """The child's report with what the grader made for it, which the child cannot say: its cgroup,
+    and whether the fork server mounted its output folder as a tmpfs of its own."""
     try:
         data = json.loads(reported or b"{}")
     except ValueError:
@@ -342,6 +345,7 @@ def _with_group(reported: bytes, group, why) -> bytes:
         data = {}
     data["cgroup"] = group is not None
     data["cgroup_why"] = why
+    data["output"] = "tmpfs" if output_tmpfs else "the grader's disk"
     return json.dumps(data).encode()
 
 
@@ -474,7 +478,7 @@ def _resources(reported, ws, abi) -> dict:
     its own layers before any student code runs; the cgroup and the workspace's disk are the grader's."""
     seccomp = reported.get("seccomp") is True
     no_seccomp = f"no syscall filter: {reported.get('seccomp_why') or 'not tried'}"
-    filtered = "the syscall filter (seccomp)"
+    filtered = "seccomp"
 
     if reported.get("network") is True:
         network = "none (its own network namespace)", True
@@ -502,14 +506,19 @@ def _resources(reported, ws, abi) -> dict:
         memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space (RLIMIT_AS), not counting memfd or tmpfs pages "
                   f"({no_seccomp}; no cgroup: {reported.get('cgroup_why')})"), False
 
-    home_own = reported.get("home") == "tmpfs"
-    if getattr(ws, "disk", None) == "tmpfs":
+    home_own, output_own = reported.get("home") == "tmpfs", reported.get("output") == "tmpfs"
+    if ws.disk == workspace.TMPFS:
         disk = f"its workspace on a tmpfs of its own ({ws.disk_limits})", True
+    elif home_own and output_own:  # the grader's own files (the submission's copy, the job) it cannot write
+        disk = (f"its home and output folder on tmpfs mounts of their own ({world.HOME_BYTES // 2**20} MiB and "
+                f"{world.HOME_INODES} files; {workspace.OUTPUT_BYTES // 2**20} MiB and {workspace.OUTPUT_INODES} "
+                "files: the fork server's)"), True
     else:
-        where = ("its home on a tmpfs of its own, its output folder on the grader's disk" if home_own
-                 else "its home and output folder on the grader's disk")
+        where = {(True, False): "its home on a tmpfs of its own, its output folder on the grader's disk",
+                 (False, True): "its output folder on a tmpfs of its own, its home on the grader's disk"}.get(
+                     (home_own, output_own), "its home and output folder on the grader's disk")
         disk = (f"{where}: {FILE_LIMIT // 2**20} MiB a file (RLIMIT_FSIZE), not bounded in total "
-                f"({getattr(ws, 'disk_why', None) or 'no tmpfs of its own'})"), False
+                f"({ws.disk_why or 'no tmpfs of its own'})"), False
 
     ipc = ["its own IPC namespace"] * (reported.get("ipc") is True)
     ipc += [f"SysV and POSIX IPC and keyrings refused ({filtered})"] * seccomp

@@ -12,13 +12,23 @@ import os
 import sys
 import tempfile
 
-from .linux import die_with_parent
+from .linux import die_with_parent, libc
+
+CLONE_NEWNS, MS_REC, MS_PRIVATE, MNT_DETACH = 0x00020000, 16384, 1 << 18, 2
 
 
-def serve(meta: bool, threads: int | None, probes: str):
+def serve(meta: bool, threads: int | None, probes: str, private: bool = False):
     """The server's main loop: one JSON request per line on stdin, answered on stdout with
-    ``started <pid>`` and, once that child has ended, ``ended <exit code>`` (negative: a signal)."""
+    ``started <pid>`` (``started <pid> tmpfs`` when the child's output folder is a tmpfs of the
+    server's) and, once that child has ended, ``ended <exit code>`` (negative: a signal).
+
+    ``private``: the grader cannot mount (an ordinary user), so the server makes a user and mount
+    namespace of its own, where it can, and mounts each child's output folder as a bounded tmpfs
+    there (the request's ``tmpfs``: bytes, files): what a child writes can fill only that. The grader
+    reads it through ``/proc/<server>/root``; the previous child's is unmounted at the next request,
+    and all of them go with the server's namespace when it ends, however it ends."""
     die_with_parent()
+    mounts = private and _mount_namespace()  # first: a user namespace needs a process of one thread
     import torch
 
     # OpenMP's worker threads do not survive a fork, but its bookkeeping does: a child would wait
@@ -32,16 +42,42 @@ def serve(meta: bool, threads: int | None, probes: str):
 
     child.preload(meta, probes)
     say = lambda text: os.write(1, f"{text}\n".encode())  # noqa: E731  (unbuffered: nothing for a fork to copy)
-    say("ready")
+    say("ready tmpfs" if mounts else "ready")
+    mounted = []
     for line in sys.stdin.buffer:
         request = {**json.loads(line), "server": os.getpid()}
+        for path in mounted:  # the grader has read the last child's results before it asks again
+            libc.umount2(os.fsencode(path), MNT_DETACH)
+        mounted = [request["cwd"]] if mounts and request.get("tmpfs") and _output_tmpfs(request) else []
         pid = os.fork()
         if pid == 0:
             torch.set_num_threads(threads)
             _become_child(request)
-        say(f"started {pid}")
+        say(f"started {pid}" + (" tmpfs" if mounted else ""))
         _, status = os.waitpid(pid, 0)
         say(f"ended {os.waitstatus_to_exitcode(status)}")
+
+
+def _mount_namespace() -> bool:
+    """A user namespace (this user mapped to itself) and a mount namespace of the server's own, its
+    mounts private: True when both were made."""
+    from .linux import own_user_namespace
+
+    return (own_user_namespace() and libc.unshare(CLONE_NEWNS) == 0
+            and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0)
+
+
+def _output_tmpfs(request) -> bool:
+    """Mount the child's output folder (``cwd``) as a tmpfs of ``tmpfs`` = [bytes, files], 0700 and
+    this user's: True when it was."""
+    from .world import NoRoot, tmpfs
+
+    size, inodes = request["tmpfs"]
+    try:
+        tmpfs(request["cwd"], size, inodes, 0o700)
+    except NoRoot:
+        return False
+    return True
 
 
 def _become_child(request):
