@@ -26,6 +26,7 @@ from autograder.intake.submission import open_submission
 from autograder.sandbox import confine, runner, workspace, world
 from autograder.sandbox.runner import RESULT_MAX_NODES, load_result, validate
 from autograder.sandbox.workspace import Workspace, read_result, remove_tree
+from tests.test_isolation import in_child
 
 ROOT = Path(__file__).resolve().parent.parent
 NOBODY = 65534
@@ -260,24 +261,14 @@ def mess(top: Path, depth: int):
 
 def as_nobody(fn):
     """Run ``fn()`` as an ordinary user (a forked process that becomes ``NOBODY``): its return, or what it raised."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            said = {"ok": fn()}
-        except BaseException as exc:  # noqa: BLE001 - everything goes back to the test
-            said = {"raised": f"{type(exc).__name__}: {exc}"}
-        os.write(write, json.dumps(said).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as f:
-        said = json.loads(f.read())
-    os.waitpid(pid, 0)
-    return said
+
+    def become_nobody():
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+        return fn()
+
+    return in_child(become_nobody)
 
 
 @pytest.mark.parametrize("who", ["root", "ordinary"])
@@ -408,19 +399,7 @@ def test_the_childs_home_is_a_tmpfs_of_its_own_in_its_root(tmp_path):
         home = os.stat(ws / "home")
         return [fill(ws / "home"), home.st_uid, oct(home.st_mode & 0o777)]
 
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            said = {"ok": in_its_root()}
-        except BaseException as exc:  # noqa: BLE001 - everything goes back to the test
-            said = {"raised": f"{type(exc).__name__}: {exc}"}
-        os.write(write, json.dumps(said).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as f:
-        said = json.loads(f.read())
-    os.waitpid(pid, 0)
+    said = in_child(in_its_root)
     assert "ok" in said, said
     written, owner, mode = said["ok"]
     assert written <= world.HOME_BYTES and owner == NOBODY and mode == "0o700", said

@@ -31,8 +31,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .linux import libc, no_new_privileges, own_user_namespace
-from .world import MS_PRIVATE, MS_REC
+from .linux import CLONE_NEWIPC, CLONE_NEWNET, libc, no_new_privileges, own_user_namespace
+from .world import own_mount_namespace
 
 # ---------------------------------------------------------------- 1. limits
 
@@ -76,7 +76,6 @@ def _tasks_of(uid):
 
 # ---------------------------------------------------------------- 2, 3. namespaces and user
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x08000000, 0x10000000, 0x40000000
 # Not made: unshare(CLONE_NEWPID) puts only the processes the caller starts in the new namespace, and
 # from then on the kernel refuses the caller new threads (EINVAL), which torch's OpenMP and CUDA start
 # later. What a PID namespace would keep the child from, the syscall filter refuses (``syscalls``).
@@ -95,7 +94,7 @@ def namespaces() -> dict:
     pids = {"pids": False, "pids_why": NO_PID_NAMESPACE}
     if os.getuid() != 0 and not own_user_namespace():
         return {"network": False, "mounts": False, "ipc": False, **pids}
-    mounts = libc.unshare(CLONE_NEWNS) == 0 and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
+    mounts = own_mount_namespace()
     return {"network": libc.unshare(CLONE_NEWNET) == 0, "mounts": mounts, "ipc": libc.unshare(CLONE_NEWIPC) == 0,
             **pids}
 

@@ -113,7 +113,8 @@ def reap(pids):
             pass
 
 
-CLONE_NEWUSER = 0x10000000
+# unshare's flags for the namespaces the sandbox makes (the syscall filter refuses all of them later).
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x08000000, 0x10000000, 0x40000000
 
 
 def own_user_namespace() -> bool:

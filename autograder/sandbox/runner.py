@@ -334,19 +334,18 @@ def _job_group():
 JOB_BASE_TASKS = 64  # threads a child holds when it is moved into its cgroup (torch's own and CUDA's), with room
 
 
-def _with_grader_facts(reported: bytes, group, why, output_tmpfs) -> bytes:
-    """The child's report with what the grader made for it, which the child cannot say: its cgroup,
-    and whether the fork server mounted its output folder as a tmpfs of its own."""
+def _with_grader_facts(reported: bytes, group, why, output_tmpfs) -> dict:
+    """The child's report (JSON it wrote; anything else reads as an empty report), with what the
+    grader made for it, which the child cannot say: its cgroup, and whether the fork server mounted
+    its output folder as a tmpfs of its own."""
     try:
         data = json.loads(reported or b"{}")
     except ValueError:
         data = {}
     if not isinstance(data, dict):
         data = {}
-    data["cgroup"] = group is not None
-    data["cgroup_why"] = why
-    data["output"] = "tmpfs" if output_tmpfs else "the grader's disk"
-    return json.dumps(data).encode()
+    return {**data, "cgroup": group is not None, "cgroup_why": why,
+            "output": "tmpfs" if output_tmpfs else "the grader's disk"}
 
 
 def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None):
@@ -443,12 +442,8 @@ def _layers(reported, ws, timeout_s):
     memory, disk, IPC) what held it and whether that was the kernel. ``files`` is ``KERNEL`` when
     the kernel enforces the child's allow-list (Landlock, or a root of its own with no privileges
     left), else ``PYTHON``; ``not_kernel`` names the resources that only Python, or nothing whole,
-    guards (``--require-isolation`` refuses to grade with any)."""
-    try:
-        reported = json.loads(reported or b"{}")
-    except ValueError:
-        reported = {}
-    reported = reported if isinstance(reported, dict) else {}
+    guards (``--require-isolation`` refuses to grade with any). ``reported``: the child's report,
+    with the grader's facts (``_with_grader_facts``)."""
     abi, root = reported.get("landlock") or 0, reported.get("root") is True
     enforced = [f"Landlock (ABI {abi})"] * bool(abi) + ["a root of its own"] * root
     missing = ([f"no Landlock: {reported.get('landlock_why') or 'not tried'}"] * (not abi)

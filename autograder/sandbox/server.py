@@ -12,9 +12,8 @@ import os
 import sys
 import tempfile
 
-from .linux import die_with_parent, libc
-
-CLONE_NEWNS, MS_REC, MS_PRIVATE, MNT_DETACH = 0x00020000, 16384, 1 << 18, 2
+from .linux import die_with_parent, libc, own_user_namespace
+from .world import MNT_DETACH, NoRoot, own_mount_namespace, tmpfs
 
 
 def serve(meta: bool, threads: int | None, probes: str, private: bool = False):
@@ -28,7 +27,8 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False):
     reads it through ``/proc/<server>/root``; the previous child's is unmounted at the next request,
     and all of them go with the server's namespace when it ends, however it ends."""
     die_with_parent()
-    mounts = private and _mount_namespace()  # first: a user namespace needs a process of one thread
+    # First: a user namespace needs a process of one thread (torch starts others).
+    mounts = private and own_user_namespace() and own_mount_namespace()
     import torch
 
     # OpenMP's worker threads do not survive a fork, but its bookkeeping does: a child would wait
@@ -58,20 +58,9 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False):
         say(f"ended {os.waitstatus_to_exitcode(status)}")
 
 
-def _mount_namespace() -> bool:
-    """A user namespace (this user mapped to itself) and a mount namespace of the server's own, its
-    mounts private: True when both were made."""
-    from .linux import own_user_namespace
-
-    return (own_user_namespace() and libc.unshare(CLONE_NEWNS) == 0
-            and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0)
-
-
 def _output_tmpfs(request) -> bool:
     """Mount the child's output folder (``cwd``) as a tmpfs of ``tmpfs`` = [bytes, files], 0700 and
     this user's: True when it was."""
-    from .world import NoRoot, tmpfs
-
     size, inodes = request["tmpfs"]
     try:
         tmpfs(request["cwd"], size, inodes, 0o700)

@@ -293,7 +293,7 @@ def _remove_in(base, name, left):
         left.add([[name]], None, exc.strerror)
         return
     if not stat.S_ISDIR(info.st_mode):
-        _unlink(base, name, [], left)
+        _remove(os.unlink, base, name, [], left)
         return
     fd = _enter(base, name, info, [], left)
     if fd is None:
@@ -322,7 +322,7 @@ def _remove_in(base, name, left):
                 if (seen.st_dev, seen.st_ino) != levels[-1][1]:  # moved while being removed: stop, never stray
                     left.add(levels, done, "it was moved while being removed")
                     return
-            _rmdir(fd if levels else base, done, levels, left)
+            _remove(os.rmdir, fd if levels else base, done, levels, left)
     finally:
         os.close(fd)
 
@@ -358,7 +358,7 @@ def _empty(fd, dev, levels, left):
     folders = []
     for name, info in found:
         if not stat.S_ISDIR(info.st_mode):
-            _unlink(fd, name, levels, left)
+            _remove(os.unlink, fd, name, levels, left)
         elif info.st_dev != dev:
             left.add(levels, name, "a mount point")
         else:
@@ -366,18 +366,10 @@ def _empty(fd, dev, levels, left):
     return folders
 
 
-def _unlink(fd, name, levels, left):
+def _remove(remove, fd, name, levels, left):
+    """``remove`` (``os.unlink`` or ``os.rmdir``) ``name`` in folder ``fd``; what fails is noted in ``left``."""
     try:
-        os.unlink(name, dir_fd=fd)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        left.add(levels, name, exc.strerror)
-
-
-def _rmdir(fd, name, levels, left):
-    try:
-        os.rmdir(name, dir_fd=fd)
+        remove(name, dir_fd=fd)
     except FileNotFoundError:
         pass
     except OSError as exc:

@@ -29,7 +29,7 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .linux import libc
+from .linux import CLONE_NEWNS, libc
 
 SYSTEM_LIBRARIES = ("/lib", "/lib32", "/lib64", "/libx32", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32",
                     "/usr/local/lib")
@@ -138,6 +138,12 @@ HOME_INODES = 4096  # files and folders: a tree of thousands of folders ends her
 
 class NoRoot(Exception):
     """The child's own root could not be made: ``str()`` says which step failed."""
+
+
+def own_mount_namespace() -> bool:
+    """Move into a mount namespace of our own whose mounts propagate nowhere (root, or the holder of
+    a user namespace of its own): True when it did."""
+    return libc.unshare(CLONE_NEWNS) == 0 and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
 
 
 def own_root(world: World, stash, uid=None, gid=None) -> None:
