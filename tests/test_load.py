@@ -52,6 +52,7 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 from autograder.sandbox import runner
 runner.ALONE_WALL_FACTOR = float(sys.argv[3])
+runner.STARVED_SHARE = float(sys.argv[4])
 from autograder.grading.grade import grade
 graded = grade(sys.argv[2], stages={1}, timeout_s=3)
 r = next(r for r in graded.results if r.id == "s1.context_vector")
@@ -59,7 +60,7 @@ print(json.dumps({"passed": r.passed, "feedback": r.feedback}))
 '''
 
 
-def graded_on_one_busy_cpu(tmp_path, factor):
+def graded_on_one_busy_cpu(tmp_path, factor, starved_share=runner.STARVED_SHARE):
     """Grade the slow-but-honest stage 1 with the grader, its children and two busy processes all
     on CPU 0: the task gets about a third of it."""
     sub = tmp_path / "slow"
@@ -67,7 +68,7 @@ def graded_on_one_busy_cpu(tmp_path, factor):
     simple = sub / "attention_lab" / "simple.py"
     simple.write_text(simple.read_text() + SLOW_BUT_HONEST)
     with busy(2, cpus={0}):
-        done = subprocess.run([sys.executable, "-c", STARVED_SCRIPT, str(ROOT), str(sub), str(factor)],
+        done = subprocess.run([sys.executable, "-c", STARVED_SCRIPT, str(ROOT), str(sub), str(factor), str(starved_share)],
                               capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.sched_setaffinity(0, {0}))
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -80,8 +81,9 @@ def test_a_task_held_up_by_the_machine_is_run_again_alone_before_it_is_charged(t
 
 def test_without_the_second_run_the_busy_machine_costs_the_check(tmp_path):
     """The layer taken away (the second run gets no more wall clock than the first): the same honest
-    code loses the check, and the feedback says it was run again alone."""
-    seen = graded_on_one_busy_cpu(tmp_path, 1.0)
+    code loses the check, and the feedback says it was run again alone. Every timeout counts as held up
+    here (``STARVED_SHARE`` 0), so that the second run happens whatever share of the CPU the first got."""
+    seen = graded_on_one_busy_cpu(tmp_path, 1.0, starved_share=0.0)
     assert not seen["passed"] and "run again alone" in seen["feedback"], seen
 
 
