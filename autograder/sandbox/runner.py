@@ -40,11 +40,13 @@ FILE_LIMIT = 16 * 2**20  # any one file the child writes, its error output inclu
 EXTRA_PROCESSES = 32  # threads and processes beyond those the child has when it confines itself
 STRIKES = 2  # probes of one stage whose code crashed or hung before the grader stops calling it
 POLL_S = 0.02
-# A task that runs past its wall clock while it waited for a CPU more than this share of it was held
-# up by the machine, not by its own code: it is run again alone, with ALONE_WALL_FACTOR times the
-# wall clock and the same CPU time, before anything is charged (a verdict must not depend on load).
-STARVED_SHARE = 0.25
-ALONE_WALL_FACTOR = 2.0
+# A task's clock counts the time it ran or waited on itself, not the time it sat runnable while the
+# machine ran something else (its main thread's run-queue wait): on a busy machine an honest task gets
+# the same time as on a quiet one (a verdict must not depend on load). Past BUSY_WALL_FACTOR times its
+# time in wall clock, the grading stops as the grader's failure, not the submission's, unless the task
+# itself used the CPU it did not get (its own threads crowding it out).
+UNCHARGED_WAIT = True
+BUSY_WALL_FACTOR = 6.0
 
 
 @dataclass
@@ -198,7 +200,6 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     broken: dict[str, str] = {}
     struck: dict[str, set] = {}
     pending = list(range(len(tasks)))
-    alone, retried = None, set()  # a task held up by the machine, run again by itself
     try:
         while pending:
             left = deadline - time.monotonic()
@@ -208,19 +209,9 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
                                        f"{worst_case_s(tasks, timeout_s):.0f} s all its checks may take together")
                 break
             out = ws.child_dir()
-            batch, wall = ([alone], timeout_s * ALONE_WALL_FACTOR) if alone is not None else (pending, timeout_s)
-            found, blamed, why, reported, starved = _one_child(server, ws, tasks, batch, broken, out, wall,
-                                                               timeout_s * CPU_PER_WALL, left)
+            found, blamed, why, reported = _one_child(server, ws, tasks, pending, broken, out, timeout_s,
+                                                      timeout_s * CPU_PER_WALL, left)
             results.update({i: load_result(data) for i, data in found.items()})
-            alone = None
-            if blamed is not None and starved and blamed not in retried and blamed not in results:
-                retried.add(blamed)  # not charged yet: run it again alone
-                alone = blamed
-                blamed = None
-            elif blamed in retried and why is not None and why["error"]["type"] == "Timeout":
-                first = why["error"]["message"].replace(f"after {wall:g} s", f"after {timeout_s:g} s", 1)
-                why = error("Timeout", f"{first}; it had waited for a CPU, so it was run again alone with "
-                            f"{wall:g} s, and timed out again")
             layers = _layers(reported, ws, timeout_s)
             if not run.isolation or len(layers["not_kernel"]) > len(run.isolation["not_kernel"]):
                 run.isolation = layers  # the weakest child's, should they differ
@@ -252,16 +243,16 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
 def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
     """An upper bound on ``run_tasks``'s wall time, and the grader's own limit on it: every task runs
     to its timeout, and each of the crashes or hangs the strikes allow (one per probe and device)
-    starts a child that takes as long as it may to start and is run again alone once."""
+    starts a child that takes as long as it may to start."""
     starts = 1 + STRIKES * len({t.callable for t in tasks}) * len({t.device for t in tasks})
-    return len(tasks) * (timeout_s + 1) + starts * (START_TIMEOUT_S + timeout_s * ALONE_WALL_FACTOR)
+    return len(tasks) * (timeout_s + 1) + starts * START_TIMEOUT_S
 
 
 def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, left):
-    """Run ``pending`` tasks in one child, each within ``timeout_s`` of wall clock and ``cpu_limit``
-    CPU seconds, the whole child within ``left`` seconds. Returns (the results it wrote: index ->
-    bytes, the index blamed for an early end, its error, what the child reported of its isolation,
-    whether the blamed task ran out of wall clock while it mostly waited for a CPU)."""
+    """Run ``pending`` tasks in one child, each within ``timeout_s`` of its own time (``_watch``) and
+    ``cpu_limit`` CPU seconds, the whole child within ``left`` seconds. Returns (the results it wrote:
+    index -> bytes, the index blamed for an early end, its error, what the child reported of its
+    isolation)."""
     job = protocol.Job(
         submission=str(ws.submission), sandbox=str(ws.root), secrets=[str(p) for p in workspace.secrets()],
         kit_parent=str(KIT_ROOT) if str(KIT_ROOT) not in workspace.site_paths() else None, uid=ws.uid, gid=ws.gid,
@@ -276,7 +267,7 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
     proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()), tmpfs=own_disk)
     seen = proc.view(out)  # where the grader reads what the child wrote in ``out``
     try:
-        code, stopped, layers, starved = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group)
+        code, stopped, layers = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group)
     finally:
         _kill(proc)
         server.kill_stragglers(proc.pid)
@@ -311,11 +302,11 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
         budget -= len(data) if isinstance(data, bytes) else 0
     missing = [i for i in pending if i not in found]
     if not missing:
-        return found, None, None, layers, False
+        return found, None, None, layers
     current = _read_current(seen)
     blamed = current if current in missing else missing[0]
     how = stopped if stopped is not None else _died(code, ws, out)
-    return found, blamed, _blame(tasks, blamed, how, timeout=stopped is not None), layers, starved
+    return found, blamed, _blame(tasks, blamed, how, timeout=stopped is not None), layers
 
 
 DONE_GRACE_S = 5.0  # for a child that has written its last result to end
@@ -353,9 +344,10 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
     ``pending`` tasks together, or when it does not end after saying it is done. The task in progress
     is the child's word, in a folder the submission can write, so the word cannot turn the watch off:
     each task's clock starts when it is first named and never starts again, and an index that is not
-    pending is not a task. Returns (exit code, why stopped, what the child reported of its isolation,
-    whether a task that ran out of wall clock had spent more than ``STARVED_SHARE`` of it waiting for
-    a CPU: a busy machine's doing, not its own).
+    pending is not a task. A task's clock is its own time: wall clock less the time its main thread
+    sat runnable while the machine ran something else (``UNCHARGED_WAIT``). Returns (exit code, why
+    stopped, what the child reported of its isolation); raises ``GradingError`` when the machine kept
+    a task from running for ``BUSY_WALL_FACTOR`` times its time (no verdict is fair then).
 
     The report is read while the child is stopped at the end of its trusted set-up (it stops itself
     there, and this sends SIGCONT once the report is read), before any student code can rewrite it.
@@ -367,7 +359,7 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
     current, clocks, layers = None, {}, None  # clocks: task (or DONE) -> (wall, CPU, run-queue wait) when first named
     while True:
         try:
-            return proc.wait(timeout=POLL_S), None, layers, False
+            return proc.wait(timeout=POLL_S), None, layers
         except subprocess.TimeoutExpired:
             pass
         if layers is None and _stopped(proc.pid):
@@ -375,27 +367,32 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
             if group is not None:
                 group.add(proc.pid)
             os.kill(proc.pid, signal.SIGCONT)
-        now, (cpu, rss) = time.monotonic(), _usage(proc.pid)
+        now, (cpu, rss), waited = time.monotonic(), _usage(proc.pid), _waited(proc.pid)
         named = _read_current(out)
         if named in pending or named == protocol.DONE:
             if named not in clocks:
-                clocks[named] = (now, cpu, _waited(proc.pid))
+                clocks[named] = (now, cpu, waited)
             current = named
-        since, cpu_since, waited_since = clocks.get(current, (started, 0.0, 0.0))
+        since, cpu_since, waited_since = clocks.get(current, (started, 0.0, waited))
         if current is None and now - since > START_TIMEOUT_S:
-            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s", layers, False
+            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s", layers
         if current == protocol.DONE and now - since > DONE_GRACE_S:
-            return None, "did not end after its last check", layers, False
+            return None, "did not end after its last check", layers
         if current not in (None, protocol.DONE):
-            if now - since > timeout_s:
-                starved = _waited(proc.pid) - waited_since > STARVED_SHARE * timeout_s
-                return None, f"timed out after {timeout_s:g} s", layers, starved
+            own = now - since - (waited - waited_since if UNCHARGED_WAIT else 0.0)
+            if own > timeout_s:
+                return None, f"timed out after {timeout_s:g} s", layers
             if cpu - cpu_since > cpu_limit:
-                return None, f"used more than {cpu_limit:g} s of CPU time", layers, False
-        if now - started > allowed:
-            return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers, False
+                return None, f"used more than {cpu_limit:g} s of CPU time", layers
+            if now - since > BUSY_WALL_FACTOR * timeout_s:
+                if cpu - cpu_since > timeout_s:  # its own threads kept it from the CPU
+                    return None, f"timed out after {timeout_s:g} s", layers
+                raise GradingError(f"the machine was too busy to grade: one check waited {waited - waited_since:.0f} s "
+                                   f"of {now - since:.0f} s for a CPU; grade again when it is quieter")
+        if now - started - (waited if UNCHARGED_WAIT else 0.0) > allowed:
+            return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers
         if rss > MEMORY_LIMIT:
-            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory", layers, False
+            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory", layers
 
 
 def _stopped(pid):
@@ -416,20 +413,14 @@ def _usage(pid):
 
 
 def _waited(pid):
-    """Seconds the threads of process ``pid`` have spent runnable but waiting for a CPU (the second
-    field of each thread's schedstat); 0 where the kernel does not keep it."""
-    total = 0
+    """Seconds the main thread of process ``pid`` (the one that runs the tasks) has spent runnable but
+    waiting for a CPU: the second field of its schedstat; 0 where the kernel does not keep it. Only
+    that thread's: the waits of several threads overlap, and the task's time is the main thread's."""
     try:
-        threads = os.listdir(f"/proc/{pid}/task")
-    except OSError:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
         return 0.0
-    for tid in threads:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
-                total += int(f.read().split()[1])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / 1e9
 
 
 def _read_current(out):
