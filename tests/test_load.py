@@ -52,8 +52,8 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 from autograder.errors import GradingError
 from autograder.sandbox import runner
-runner.UNCHARGED_WAIT = sys.argv[3] == "uncharged"
-runner.BUSY_WALL_FACTOR = float(sys.argv[4])
+for name, value in json.loads(sys.argv[3]).items():
+    setattr(runner, name, value)
 from autograder.grading.grade import grade
 try:
     graded = grade(sys.argv[2], stages={1}, timeout_s=3)
@@ -65,41 +65,51 @@ else:
 '''
 
 
-def graded_on_one_busy_cpu(tmp_path, wait="uncharged", busy_factor=runner.BUSY_WALL_FACTOR):
+def graded_on_one_busy_cpu(tmp_path, **runner_settings):
     """Grade the slow-but-honest stage 1 with the grader, its children and two busy processes all
-    on CPU 0: the task gets about a third of it, so it needs about 4.5 s of wall clock."""
+    on CPU 0, with ``runner_settings`` in place of the runner's: the task gets about a third of the
+    CPU, so it needs about 4.5 s of wall clock for its 3 s."""
     sub = tmp_path / "slow"
     shutil.copytree(ROOT / "solutions" / "attention_lab", sub / "attention_lab")
     simple = sub / "attention_lab" / "simple.py"
     simple.write_text(simple.read_text() + SLOW_BUT_HONEST)
     with busy(2, cpus={0}):
-        done = subprocess.run([sys.executable, "-c", STARVED_SCRIPT, str(ROOT), str(sub), wait, str(busy_factor)],
+        done = subprocess.run([sys.executable, "-c", STARVED_SCRIPT, str(ROOT), str(sub), json.dumps(runner_settings)],
                               capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.sched_setaffinity(0, {0}))
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_a_task_held_up_by_the_machine_is_not_charged_for_the_wait(tmp_path):
-    needs(_kernel_keeps_waits(), "the kernel keeps no run-queue waits here")
+def test_a_task_held_up_by_the_machine_keeps_its_check(tmp_path):
     seen = graded_on_one_busy_cpu(tmp_path)
     assert seen.get("passed"), seen
 
 
-def test_charged_for_the_wait_the_busy_machine_costs_the_check(tmp_path):
-    """The layer taken away (the wait counts against the task): the same honest code loses the check."""
-    seen = graded_on_one_busy_cpu(tmp_path, wait="charged")
-    assert seen.get("passed") is False and "timed out after 3 s" in seen["feedback"], seen
+def test_its_own_clock_alone_keeps_the_check(tmp_path):
+    """No second run (nothing counts as held up): the clock that leaves out the wait is enough."""
+    needs(_kernel_keeps_waits(), "the kernel keeps no run-queue waits here")
+    seen = graded_on_one_busy_cpu(tmp_path, STARVED_SHARE=1e9)
+    assert seen.get("passed"), seen
+
+
+def test_with_the_wait_charged_and_no_more_time_alone_the_busy_machine_costs_the_check(tmp_path):
+    """Both layers taken away (the wait counts against the task, and the second run, which every
+    timeout gets here, has no more time than the first): the same honest code loses the check, and
+    the feedback says it was run again alone."""
+    seen = graded_on_one_busy_cpu(tmp_path, UNCHARGED_WAIT=False, STARVED_SHARE=-1.0, ALONE_WALL_FACTOR=1.0)
+    assert seen.get("passed") is False and "run again alone with 3 s" in seen["feedback"], seen
 
 
 def test_a_machine_too_busy_to_grade_stops_the_grading_rather_than_charge_the_check(tmp_path):
     """With only 1.2 x its time in wall clock, the starved task cannot finish: the grading stops as
     the grader's failure, and says why."""
-    seen = graded_on_one_busy_cpu(tmp_path, busy_factor=1.2)
+    needs(_kernel_keeps_waits(), "the kernel keeps no run-queue waits here")
+    seen = graded_on_one_busy_cpu(tmp_path, BUSY_WALL_FACTOR=1.2)
     assert "too busy to grade" in seen.get("grading_error", ""), seen
 
 
 def _kernel_keeps_waits():
-    """Whether this kernel counts run-queue waits: a thread that yields to a busy sibling on one CPU
+    """Whether this kernel counts run-queue waits: a process that shares one CPU with a busy one
     waits."""
     with busy(1, cpus={0}):
         pid = os.fork()

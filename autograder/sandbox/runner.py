@@ -40,12 +40,16 @@ FILE_LIMIT = 16 * 2**20  # any one file the child writes, its error output inclu
 EXTRA_PROCESSES = 32  # threads and processes beyond those the child has when it confines itself
 STRIKES = 2  # probes of one stage whose code crashed or hung before the grader stops calling it
 POLL_S = 0.02
-# A task's clock counts the time it ran or waited on itself, not the time it sat runnable while the
-# machine ran something else (its main thread's run-queue wait): on a busy machine an honest task gets
-# the same time as on a quiet one (a verdict must not depend on load). Past BUSY_WALL_FACTOR times its
-# time in wall clock, the grading stops as the grader's failure, not the submission's, unless the task
-# itself used the CPU it did not get (its own threads crowding it out).
+# A verdict must not depend on load. A task's clock counts the time it ran or waited on itself, not
+# the time it sat runnable while the machine ran something else (its main thread's run-queue wait).
+# A task that still runs out of time, having waited for a CPU more than STARVED_SHARE of its time (the
+# machine was busy: a busy core's sibling slows it too, unseen by the run queue), is run again alone,
+# with ALONE_WALL_FACTOR times the time and the same CPU time, before it is charged. Past
+# BUSY_WALL_FACTOR times its time in wall clock, the grading stops as the grader's failure, not the
+# submission's, unless the task itself used the CPU it did not get (its own threads crowding it out).
 UNCHARGED_WAIT = True
+STARVED_SHARE = 0.25
+ALONE_WALL_FACTOR = 2.0
 BUSY_WALL_FACTOR = 6.0
 
 
@@ -200,6 +204,7 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     broken: dict[str, str] = {}
     struck: dict[str, set] = {}
     pending = list(range(len(tasks)))
+    alone, retried = None, set()  # a task held up by the machine, run again by itself
     try:
         while pending:
             left = deadline - time.monotonic()
@@ -209,9 +214,18 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
                                        f"{worst_case_s(tasks, timeout_s):.0f} s all its checks may take together")
                 break
             out = ws.child_dir()
-            found, blamed, why, reported = _one_child(server, ws, tasks, pending, broken, out, timeout_s,
-                                                      timeout_s * CPU_PER_WALL, left)
+            batch, wall = ([alone], timeout_s * ALONE_WALL_FACTOR) if alone is not None else (pending, timeout_s)
+            found, blamed, why, reported, starved = _one_child(server, ws, tasks, batch, broken, out, wall,
+                                                               timeout_s * CPU_PER_WALL, left)
             results.update({i: load_result(data) for i, data in found.items()})
+            alone = None
+            if blamed is not None and starved and blamed not in retried and blamed not in results:
+                retried.add(blamed)  # not charged yet: run it again alone
+                alone, blamed = blamed, None
+            elif blamed in retried and why is not None and why["error"]["type"] == "Timeout":
+                first = why["error"]["message"].replace(f"after {wall:g} s", f"after {timeout_s:g} s", 1)
+                why = error("Timeout", f"{first}; the machine was busy, so it was run again alone with "
+                            f"{wall:g} s, and timed out again")
             layers = _layers(reported, ws, timeout_s)
             if not run.isolation or len(layers["not_kernel"]) > len(run.isolation["not_kernel"]):
                 run.isolation = layers  # the weakest child's, should they differ
@@ -243,16 +257,16 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
 def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
     """An upper bound on ``run_tasks``'s wall time, and the grader's own limit on it: every task runs
     to its timeout, and each of the crashes or hangs the strikes allow (one per probe and device)
-    starts a child that takes as long as it may to start."""
+    starts a child that takes as long as it may to start and is run again alone once."""
     starts = 1 + STRIKES * len({t.callable for t in tasks}) * len({t.device for t in tasks})
-    return len(tasks) * (timeout_s + 1) + starts * START_TIMEOUT_S
+    return len(tasks) * (timeout_s + 1) + starts * (START_TIMEOUT_S + timeout_s * ALONE_WALL_FACTOR)
 
 
 def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, left):
     """Run ``pending`` tasks in one child, each within ``timeout_s`` of its own time (``_watch``) and
     ``cpu_limit`` CPU seconds, the whole child within ``left`` seconds. Returns (the results it wrote:
     index -> bytes, the index blamed for an early end, its error, what the child reported of its
-    isolation)."""
+    isolation, whether the blamed task ran out of time on a busy machine)."""
     job = protocol.Job(
         submission=str(ws.submission), sandbox=str(ws.root), secrets=[str(p) for p in workspace.secrets()],
         kit_parent=str(KIT_ROOT) if str(KIT_ROOT) not in workspace.site_paths() else None, uid=ws.uid, gid=ws.gid,
@@ -267,7 +281,7 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
     proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()), tmpfs=own_disk)
     seen = proc.view(out)  # where the grader reads what the child wrote in ``out``
     try:
-        code, stopped, layers = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group)
+        code, stopped, layers, starved = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group)
     finally:
         _kill(proc)
         server.kill_stragglers(proc.pid)
@@ -302,11 +316,11 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
         budget -= len(data) if isinstance(data, bytes) else 0
     missing = [i for i in pending if i not in found]
     if not missing:
-        return found, None, None, layers
+        return found, None, None, layers, False
     current = _read_current(seen)
     blamed = current if current in missing else missing[0]
     how = stopped if stopped is not None else _died(code, ws, out)
-    return found, blamed, _blame(tasks, blamed, how, timeout=stopped is not None), layers
+    return found, blamed, _blame(tasks, blamed, how, timeout=stopped is not None), layers, starved
 
 
 DONE_GRACE_S = 5.0  # for a child that has written its last result to end
@@ -346,7 +360,8 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
     each task's clock starts when it is first named and never starts again, and an index that is not
     pending is not a task. A task's clock is its own time: wall clock less the time its main thread
     sat runnable while the machine ran something else (``UNCHARGED_WAIT``). Returns (exit code, why
-    stopped, what the child reported of its isolation); raises ``GradingError`` when the machine kept
+    stopped, what the child reported of its isolation, whether a task that ran out of time had waited
+    for a CPU more than ``STARVED_SHARE`` of it); raises ``GradingError`` when the machine kept
     a task from running for ``BUSY_WALL_FACTOR`` times its time (no verdict is fair then).
 
     The report is read while the child is stopped at the end of its trusted set-up (it stops itself
@@ -359,7 +374,7 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
     current, clocks, layers = None, {}, None  # clocks: task (or DONE) -> (wall, CPU, run-queue wait) when first named
     while True:
         try:
-            return proc.wait(timeout=POLL_S), None, layers
+            return proc.wait(timeout=POLL_S), None, layers, False
         except subprocess.TimeoutExpired:
             pass
         if layers is None and _stopped(proc.pid):
@@ -375,24 +390,24 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
             current = named
         since, cpu_since, waited_since = clocks.get(current, (started, 0.0, waited))
         if current is None and now - since > START_TIMEOUT_S:
-            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s", layers
+            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s", layers, False
         if current == protocol.DONE and now - since > DONE_GRACE_S:
-            return None, "did not end after its last check", layers
+            return None, "did not end after its last check", layers, False
         if current not in (None, protocol.DONE):
             own = now - since - (waited - waited_since if UNCHARGED_WAIT else 0.0)
             if own > timeout_s:
-                return None, f"timed out after {timeout_s:g} s", layers
+                return None, f"timed out after {timeout_s:g} s", layers, waited - waited_since > STARVED_SHARE * timeout_s
             if cpu - cpu_since > cpu_limit:
-                return None, f"used more than {cpu_limit:g} s of CPU time", layers
+                return None, f"used more than {cpu_limit:g} s of CPU time", layers, False
             if now - since > BUSY_WALL_FACTOR * timeout_s:
                 if cpu - cpu_since > timeout_s:  # its own threads kept it from the CPU
-                    return None, f"timed out after {timeout_s:g} s", layers
+                    return None, f"timed out after {timeout_s:g} s", layers, False
                 raise GradingError(f"the machine was too busy to grade: one check waited {waited - waited_since:.0f} s "
                                    f"of {now - since:.0f} s for a CPU; grade again when it is quieter")
         if now - started - (waited if UNCHARGED_WAIT else 0.0) > allowed:
-            return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers
+            return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers, False
         if rss > MEMORY_LIMIT:
-            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory", layers
+            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory", layers, False
 
 
 def _stopped(pid):
