@@ -22,13 +22,15 @@ from tests.test_class_zoo import BOUND_S, PEAK_BYTES, ROOT, run_grade_all
 # The end of simple.py: context_vector attacks, then answers right (its own points do not matter).
 ATTACKS = {  # name -> (the attack, the layers that alone stop it here: taken away, it works)
     # Lower the fork server's limits: the next student's child could not start (as an ordinary user,
-    # the child shares the grader's uid). The syscall filter refuses prlimit64 on any other process.
-    "prlimit_of_the_server": (("seccomp",), '''
+    # the child shares the grader's uid). The syscall filter refuses prlimit64 on any other process, and
+    # in the PID namespace the server makes, the server has no pid (getppid() says 0) to aim at.
+    "prlimit_of_the_server": (("seccomp", "namespaces"), '''
     import os, resource
     try:
-        resource.prlimit(os.getppid(), resource.RLIMIT_NPROC, (1, 1))
-        resource.prlimit(os.getppid(), resource.RLIMIT_AS, (2**28, 2**28))
-        raise RuntimeError("LEAKED: lowered the fork server's limits")
+        if os.getppid():
+            resource.prlimit(os.getppid(), resource.RLIMIT_NPROC, (1, 1))
+            resource.prlimit(os.getppid(), resource.RLIMIT_AS, (2**28, 2**28))
+            raise RuntimeError("LEAKED: lowered the fork server's limits")
     except PermissionError:
         pass
 '''),
@@ -37,7 +39,7 @@ ATTACKS = {  # name -> (the attack, the layers that alone stop it here: taken aw
     # own refusal, on a process of the same user.)
     "renices_the_server": (None, '''
     import os
-    for attack in (lambda: os.setpriority(os.PRIO_PROCESS, os.getppid(), 19),
+    for attack in [] if not os.getppid() else (lambda: os.setpriority(os.PRIO_PROCESS, os.getppid(), 19),
                    lambda: os.sched_setaffinity(os.getppid(), {0})):
         try:
             attack()

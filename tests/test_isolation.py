@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import platform
+import re
 import resource
 import select
 import shutil
@@ -229,6 +230,42 @@ def test_the_reference_and_the_stubs_with_and_without_the_kernels_layers(root, m
             assert graded.isolation["files"] == files, (layers, graded.isolation)
             assert {t["extra_data"]["isolation"] for t in graded.gradescope()["tests"]} == {files}
     assert "not confined by the kernel here" in capsys.readouterr().err
+
+
+SAYS_ITS_PIDS = """
+
+def context_vector(inputs, weights):
+    import os
+    raise RuntimeError(f"pids seen: own {os.getpid()}, parent {os.getppid()}")
+"""
+
+
+@pytest.mark.parametrize("as_root", [True, False], ids=["as root", "as an ordinary user"])
+def test_the_child_is_in_a_pid_namespace_where_the_grader_has_no_pid(root, tmp_path, monkeypatch, as_root):
+    """The fork server forks every child into a PID namespace of its own: the child's parent (the
+    server) has no pid there, so it has nothing to aim a signal, prlimit or ptrace at; taken away (no
+    namespaces, as an ordinary user: as root the grading user could not reach this Python then), the
+    child sees the server's pid."""
+    needs(linux.libc.unshare is not None and os.path.exists("/proc/self/ns/pid"), "no PID namespaces here")
+    sub = tmp_path / "pids"
+    shutil.copytree(root / "solutions" / "attention_lab", sub / "attention_lab")
+    simple = sub / "attention_lab" / "simple.py"
+    simple.write_text(simple.read_text() + SAYS_ITS_PIDS)
+    if not as_root:
+        monkeypatch.setattr(workspace, "is_root", lambda: False)
+    seen = {}
+    without = tuple(x for x in protocol.KERNEL_LAYERS if x != "namespaces")
+    for layers in (protocol.KERNEL_LAYERS,) + ((without,) if not as_root else ()):
+        monkeypatch.setattr(protocol, "KERNEL_LAYERS", layers)
+        graded = grade(sub, stages={1})
+        said = next(r.feedback for r in graded.results if r.id == "s1.context_vector")
+        own, parent = map(int, re.search(r"pids seen: own (\d+), parent (\d+)", said).groups())
+        seen["namespaces" in layers] = own, parent, graded.isolation["processes"]
+    own, parent, processes = seen[True]
+    needs("its own PID namespace" in processes, f"the kernel refused a PID namespace here: {processes}")
+    assert parent == 0 and own > 1, seen  # the namespace's init is pid 1, the server's, never the child
+    if not as_root:
+        assert seen[False][1] > 1 and "no PID namespace" in seen[False][2], seen
 
 
 def test_require_isolation_stops_before_grading(root, monkeypatch, tmp_path):

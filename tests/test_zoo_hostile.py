@@ -4,7 +4,8 @@ Their constants:
 
 - ``LOSES``: patterns (``fnmatch``) of the checks the attack must lose; every other graded check
   must pass (the checks it did not attack are graded normally).
-- ``MENTIONS``: text that the feedback of at least one lost check must contain.
+- ``MENTIONS``: text that the feedback of at least one lost check must contain (a tuple: any of them,
+  where the layer that stops it differs between machines).
 - ``STAGES``: the stages to grade (default: the module's stage and one it does not touch).
 - ``TIMEOUT``: the per-task timeout to grade with (default 3 s); ``BOUND``: the most seconds
   grading may take (default 60).
@@ -154,7 +155,8 @@ def attacked_by(path, entry, submission, stages, tmp_path, server):
     assert not escaped, f"{path.stem} passed {escaped}:\n{summary(results)}"
     collateral = [r.id for r in results if not r.passed and r not in attacked]
     assert not collateral, f"{path.stem} also cost {collateral}, which it did not attack:\n{summary(results)}"
-    assert any(entry["MENTIONS"] in r.feedback for r in attacked), (
+    mentions = (entry["MENTIONS"],) if isinstance(entry["MENTIONS"], str) else entry["MENTIONS"]
+    assert any(m in r.feedback for r in attacked for m in mentions), (
         f"{path.stem}: no lost check's feedback mentions {entry['MENTIONS']!r}:\n{summary(attacked)}")
     assert not [n for n in graded.notes if "LEAKED" in n], graded.notes
     assert "LEAKED" not in json.dumps(graded.isolation) and "ABI 99" not in json.dumps(graded.isolation)

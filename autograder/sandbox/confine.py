@@ -76,27 +76,31 @@ def _tasks_of(uid):
 
 # ---------------------------------------------------------------- 2, 3. namespaces and user
 
-# Not made: unshare(CLONE_NEWPID) puts only the processes the caller starts in the new namespace, and
-# from then on the kernel refuses the caller new threads (EINVAL), which torch's OpenMP and CUDA start
-# later. What a PID namespace would keep the child from, the syscall filter refuses (``syscalls``).
-NO_PID_NAMESPACE = ("a PID namespace of its own would keep the child from starting threads (the kernel refuses "
-                    "them once unshare has made one), and torch needs them")
-
-
 def namespaces() -> dict:
     """Move into network, mount and IPC namespaces of our own, where the kernel allows: ``{"network":
-    bool, "mounts": bool, "ipc": bool, "pids": False, "pids_why": str}``. Root can do it directly;
+    bool, "mounts": bool, "ipc": bool, "pids": bool}``; the PID namespace is the fork server's to make
+    (``server._pid_namespace``), and this says whether we are in one. Root can do it directly;
     another user first needs a user namespace, mapped to itself (which must happen while the process has
     one thread). The network namespace has only a loopback, down; the mount namespace is where
     ``world.own_root`` builds the child's root; the IPC namespace holds no SysV object or POSIX message
     queue of anyone else's, and what the child makes there goes with it. Containers that forbid
     namespaces (Docker's default) leave Landlock, the syscall filter and the audit hook."""
-    pids = {"pids": False, "pids_why": NO_PID_NAMESPACE}
+    pids = {"pids": in_own_pid_namespace()}
     if os.getuid() != 0 and not own_user_namespace():
         return {"network": False, "mounts": False, "ipc": False, **pids}
     mounts = own_mount_namespace()
     return {"network": libc.unshare(CLONE_NEWNET) == 0, "mounts": mounts, "ipc": libc.unshare(CLONE_NEWIPC) == 0,
             **pids}
+
+
+def in_own_pid_namespace() -> bool:
+    """Whether this process is in a PID namespace below the one /proc shows (its NSpid has more than
+    one pid): the fork server's, where the grader has no pid."""
+    try:
+        with open("/proc/self/status") as f:
+            return any(line.startswith("NSpid:") and len(line.split()) > 2 for line in f)
+    except OSError:
+        return False
 
 
 def can_own_root() -> bool:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..errors import GradingError
 from ..paths import KIT_ROOT
-from . import linux, workspace
+from . import linux, protocol, workspace
 from .protocol import PROBES, START_TIMEOUT_S
 
 SLOTS = range(workspace.CHILD_UID, workspace.CHILD_UID + 32)  # 65500-65531: owned by nobody
@@ -43,7 +43,9 @@ class ForkServer:
         # The grader cannot mount a tmpfs for a child's output folder unless it is root: the server
         # then tries a mount namespace of its own for them (``server.serve``'s ``private``).
         self.private = not workspace.is_root()
+        self.pids = "namespaces" in protocol.KERNEL_LAYERS  # the children's PID namespace is the server's to make
         self.outputs = False  # True when the server mounts each child's output folder as a tmpfs
+        self.init = None  # the pid of the init of the children's PID namespace, where there is one
         self.uid = self.gid = None
         self._lock = None
         self.proc = None
@@ -74,17 +76,18 @@ class ForkServer:
             return
         paths = [str(KIT_ROOT)] + [p for p in workspace.site_paths() if p != str(KIT_ROOT)]
         boot = (f"import sys; sys.path[:0] = {paths!r}; from autograder.sandbox.server import serve; "
-                f"serve({self.meta!r}, {self.threads!r}, {PROBES!r}, {self.private!r})")
+                f"serve({self.meta!r}, {self.threads!r}, {PROBES!r}, {self.private!r}, {self.pids!r})")
         self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", boot], env=self.base_env(), bufsize=0,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, cwd="/",
         )
-        answer = self._read(START_TIMEOUT_S)
-        if answer not in ("ready", "ready tmpfs"):
+        answer = (self._read(START_TIMEOUT_S) or "").split()
+        if answer[:1] != ["ready"]:
             self.close()
             raise GradingError(f"the grader's fork server did not start: {self._last_words()}")
-        self.outputs = answer == "ready tmpfs"
+        self.outputs = "tmpfs" in answer
+        self.init = int(answer[answer.index("init") + 1]) if "init" in answer else None
 
     def _read(self, timeout):
         """The server's next line, None on timeout, "" when it has gone."""
@@ -121,7 +124,7 @@ class ForkServer:
         escaped it (the slot's user id as root; the server's mark otherwise, the server spared)."""
         if pgid is not None:
             linux.kill_group(pgid)
-        spare = {self.proc.pid} if self.proc is not None else set()
+        spare = {self.proc.pid, self.init} if self.proc is not None else set()
 
         def stragglers():
             found = linux.processes_of(self.uid) if self.uid is not None else linux.marked(self.mark)

@@ -18,7 +18,7 @@ PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
 def die_with_parent(parent=None):
     """Ask the kernel for SIGKILL when the process (thread) that started us dies; if it already
     has (``parent`` is gone), go now. A change of user clears it: a child asks after dropping root."""
-    parent = parent or os.getppid()
+    parent = os.getppid() if parent is None else parent
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
@@ -114,7 +114,8 @@ def reap(pids):
 
 
 # unshare's flags for the namespaces the sandbox makes (the syscall filter refuses all of them later).
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x08000000, 0x10000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = (0x00020000, 0x08000000, 0x10000000, 0x20000000,
+                                                                     0x40000000)
 
 
 def own_user_namespace() -> bool:

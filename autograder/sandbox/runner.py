@@ -488,7 +488,7 @@ def _resources(reported, ws, abi) -> dict:
     else:
         network = f"blocked in Python only ({no_seccomp}; no network namespace)", False
 
-    held = ["its own PID namespace" if reported.get("pids") is True else "no PID namespace (torch needs threads)"]
+    held = ["its own PID namespace" if reported.get("pids") is True else "no PID namespace (the kernel refused one)"]
     held += [f"no call on another process ({filtered})"] * seccomp
     held += ["signals kept inside its Landlock domain"] * (abi >= 6)
     held += [f"another user (uid {ws.uid})"] * (ws.uid is not None)
@@ -496,7 +496,7 @@ def _resources(reported, ws, abi) -> dict:
         held.append(f"at most {EXTRA_PROCESSES + JOB_BASE_TASKS} tasks (cgroup)")
     else:
         held.append(f"{EXTRA_PROCESSES} more tasks (RLIMIT_NPROC; no cgroup: {reported.get('cgroup_why')})")
-    processes = "; ".join(held), seccomp or ws.uid is not None and abi >= 6
+    processes = "; ".join(held), seccomp or reported.get("pids") is True or ws.uid is not None and abi >= 6
 
     if reported.get("cgroup"):
         memory = f"{MEMORY_LIMIT / 2**30:g} GiB counting every page it holds (cgroup)", True

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import tempfile
 
-from .linux import die_with_parent, libc, own_user_namespace
+from .linux import CLONE_NEWPID, die_with_parent, libc, own_user_namespace
 from .world import MNT_DETACH, NoRoot, own_mount_namespace, tmpfs
 
 
-def serve(meta: bool, threads: int | None, probes: str, private: bool = False):
+def serve(meta: bool, threads: int | None, probes: str, private: bool = False, pids: bool = False):
     """The server's main loop: one JSON request per line on stdin, answered on stdout with
     ``started <pid>`` (``started <pid> tmpfs`` when the child's output folder is a tmpfs of the
     server's) and, once that child has ended, ``ended <exit code>`` (negative: a signal).
@@ -25,10 +26,14 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False):
     namespace of its own, where it can, and mounts each child's output folder as a bounded tmpfs
     there (the request's ``tmpfs``: bytes, files): what a child writes can fill only that. The grader
     reads it through ``/proc/<server>/root``; the previous child's is unmounted at the next request,
-    and all of them go with the server's namespace when it ends, however it ends."""
+    and all of them go with the server's namespace when it ends, however it ends.
+
+    ``pids``: fork the children into a PID namespace of their own (``_pid_namespace``); the ready
+    line then names its init's pid, which the grader must spare."""
     die_with_parent()
     # First: a user namespace needs a process of one thread (torch starts others).
-    mounts = private and own_user_namespace() and own_mount_namespace()
+    owned = private and own_user_namespace()
+    mounts = owned and own_mount_namespace()
     import torch
 
     # OpenMP's worker threads do not survive a fork, but its bookkeeping does: a child would wait
@@ -42,10 +47,13 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False):
 
     child.preload(meta, probes)
     say = lambda text: os.write(1, f"{text}\n".encode())  # noqa: E731  (unbuffered: nothing for a fork to copy)
-    say("ready tmpfs" if mounts else "ready")
+    # Last, once torch is warm: from here on the kernel refuses this process new threads.
+    init = _pid_namespace() if pids and (owned or os.getuid() == 0) else None
+    say(" ".join(["ready"] + ["tmpfs"] * bool(mounts) + [f"init {init}"] * (init is not None)))
     mounted = []
     for line in sys.stdin.buffer:
-        request = {**json.loads(line), "server": os.getpid()}
+        # What the child's getppid() says while the server lives: 0 from inside a PID namespace.
+        request = {**json.loads(line), "server": 0 if init is not None else os.getpid()}
         for path in mounted:  # the grader has read the last child's results before it asks again
             libc.umount2(os.fsencode(path), MNT_DETACH)
         mounted = [request["cwd"]] if mounts and request.get("tmpfs") and _output_tmpfs(request) else []
@@ -56,6 +64,36 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False):
         say(f"started {pid}" + (" tmpfs" if mounted else ""))
         _, status = os.waitpid(pid, 0)
         say(f"ended {os.waitstatus_to_exitcode(status)}")
+
+
+PR_SET_DUMPABLE = 4
+
+
+def _pid_namespace() -> int | None:
+    """Fork every later child into a PID namespace of its own: there the grader, the server and every
+    other grading's processes have no pid, so a child cannot name them, let alone signal, trace or
+    limit them, whatever the syscall filter lets through; and what a child leaves running dies with
+    the namespace. One namespace serves the server's children in turn (one at a time; the grader kills
+    each one's stragglers before the next), and its init is a process that only reaps, forked now:
+    ``unshare(CLONE_NEWPID)`` moves only the processes started after it, and the first one is the
+    namespace's init, whose end would end it. Returns the init's pid, None where the kernel refuses.
+
+    Made here, not in the child: a process that has made one may start no thread (the kernel refuses
+    it EINVAL), and a child needs threads (torch's, CUDA's); the server starts none from here on."""
+    if libc.unshare(CLONE_NEWPID) != 0:
+        return None
+    pid = os.fork()
+    if pid == 0:  # the init: holds the namespace open, reaps whatever is left to it, dies with the server
+        try:
+            die_with_parent(0)  # its parent, outside the namespace, has no pid in it
+            libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no child of the same user may trace it (and end the namespace)
+            os.closerange(0, os.sysconf("SC_OPEN_MAX"))
+            signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # its children are reaped by the kernel
+            while True:
+                signal.pause()
+        finally:
+            os._exit(0)
+    return pid
 
 
 def _output_tmpfs(request) -> bool:
