@@ -148,18 +148,23 @@ def _stages(args):
 
 
 def _grade(args):
-    from .delivery.report import printable, render_table, write_json
-    from .errors import GradingError, SubmissionError
-    from .grading.grade import grade
-
     for option, path in (("--json", args.json), ("--html", args.html)):
         if path and Path(path).is_dir():  # before grading: nothing is written when a path is unusable
             print(f"attention-lab: {option} {path} is a folder; name the file to write", file=sys.stderr)
             return 2
+    from .errors import GradingError, SubmissionError
+    from .sandbox.forkserver import ForkServer
+
     print(f"grading {args.submission} ...", file=sys.stderr, flush=True)
     try:
-        graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course,
-                       pictures="all" if args.html else None)
+        # First, before this process imports torch and the grader: the fork server's own start (torch,
+        # the probes) then runs beside those imports, on another core.
+        with ForkServer(threads=args.course.threads).boot() as server:
+            from .delivery.report import printable, render_table, write_json
+            from .grading.grade import grade
+
+            graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course,
+                           pictures="all" if args.html else None, server=server)
     except SubmissionError as exc:
         print(f"attention-lab: {printable(exc)}", file=sys.stderr)
         return 2

@@ -451,8 +451,10 @@ def grader():
     a child sees them (when an ordinary user grades, they are that user's). Killed afterwards."""
     pid = os.fork()
     if pid == 0:
-        time.sleep(600)
-        os._exit(0)
+        try:
+            time.sleep(600)
+        finally:
+            os._exit(0)
     yield pid
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)

@@ -114,11 +114,15 @@ def _kernel_keeps_waits():
     with busy(1, cpus={0}):
         pid = os.fork()
         if pid == 0:
-            os.sched_setaffinity(0, {0})
-            end = time.monotonic() + 0.3
-            while time.monotonic() < end:
-                pass
-            os._exit(0 if runner._waited(os.getpid()) > 0.01 else 1)
+            code = 1
+            try:
+                os.sched_setaffinity(0, {0})
+                end = time.monotonic() + 0.3
+                while time.monotonic() < end:
+                    pass
+                code = 0 if runner._waited(os.getpid()) > 0.01 else 1
+            finally:
+                os._exit(code)
         return os.waitpid(pid, 0)[1] == 0
 
 
@@ -164,9 +168,12 @@ def held_in_memfd(group, blocks):
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(write)
-        os.read(read, 1)  # wait until it is in its group
-        os.execv(sys.executable, [sys.executable, "-c", MEMFD.format(blocks=blocks)])
+        try:
+            os.close(write)
+            os.read(read, 1)  # wait until it is in its group
+            os.execv(sys.executable, [sys.executable, "-c", MEMFD.format(blocks=blocks)])
+        finally:
+            os._exit(127)
     os.close(read)
     if group is not None:
         group.add(pid)

@@ -368,8 +368,10 @@ def test_a_killed_gradings_tmpfs_is_reclaimed_by_the_next():
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # a grading that dies without removing its workspace
-        os.write(write, str(Workspace(open_submission(ROOT / "solutions")).root).encode())
-        os._exit(0)
+        try:
+            os.write(write, str(Workspace(open_submission(ROOT / "solutions")).root).encode())
+        finally:
+            os._exit(0)
     os.close(write)
     with os.fdopen(read) as f:
         dead = Path(f.read())

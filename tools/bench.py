@@ -1,7 +1,7 @@
 """Time grading on the bundled material: ``python -m tools.bench [--repeat N] [--nbgrader | --html]``.
 
-Without options: ``grade`` on the reference and on the stubs, each run in a fresh child
-process exactly as ``attention-lab grade`` does. With ``--busy N``: the same, beside N processes that
+Without options: ``attention-lab grade`` on the reference and on the stubs, as commands, in turns with
+``python -c 'import torch'``, each grading also as a multiple of that import. With ``--busy N``: the same, beside N processes that
 spin on the CPU (a busy machine: a class graded with several workers, a shared runner). With ``--html``: ``attention-lab grade
 solutions`` as a command, without and with ``--html report.html`` in turns, and the report's size. With ``--nbgrader``: one submission (the
 reference typed into the course's notebooks) graded as an instructor would, as commands:
@@ -21,7 +21,6 @@ from pathlib import Path
 
 import torch
 
-from autograder.grading.grade import grade
 from autograder.paths import KIT_ROOT
 
 
@@ -41,11 +40,33 @@ def line(name, times, outcome):
 
 
 def bench_grade(repeat):
-    for name in ("solutions", "assignments"):
-        def run(name=name):
-            results = grade(KIT_ROOT / name).results
-            return f"{sum(r.points for r in results)}/{sum(r.max_points for r in results)}"
-        print(line(name, *timed(repeat, run)))
+    """``attention-lab grade`` on the reference and on the stubs, each a fresh command as a user runs it,
+    in turns with ``python -c 'import torch'`` (the floor any grading in Python pays), so that a drift
+    of the machine hits all three alike; each grading's median is also given as a multiple of it."""
+    def command(*args, outcome):
+        def run():
+            done = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=KIT_ROOT)
+            if done.returncode not in (0,):
+                sys.exit(f"{' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+            return outcome(done.stdout)
+        return run
+
+    def total(out):  # "Total 300/300 points, ..."
+        return next(line.split()[1] for line in out.splitlines() if line.startswith("Total "))
+
+    runs = {"python -c 'import torch'": command("-c", "import torch", outcome=lambda _: "-"),
+            "grade solutions": command("-m", "autograder.cli", "grade", "solutions", outcome=total),
+            "grade assignments": command("-m", "autograder.cli", "grade", "assignments", outcome=total)}
+    times, outcomes = {name: [] for name in runs}, {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, run in runs.items():
+            seconds, outcome = timed(1, run)
+            times[name] += seconds
+            outcomes[name].append(outcome)
+    floor = statistics.median(times["python -c 'import torch'"])
+    for name in runs:
+        ratio = statistics.median(times[name]) / floor
+        print(line(name, times[name], " | ".join(dict.fromkeys(outcomes[name]))) + f"  {ratio:4.2f}x import torch")
 
 
 def bench_nbgrader(repeat):

@@ -3,12 +3,11 @@ student's code, generation with and without a cache, and a few training steps.
 
 Library attention is allowed (the attention inside is stage 4's and stage 8's, judged there). The
 trained weights are public (``public/tiny_gpt``) and read when this module is imported, before
-the child is shut into its world. So is ``torch._dynamo``: the meta device (the GPT-2 count) and
-torch's optimizers (training) import it on first use, and it rewraps ``torch.manual_seed``, which
-the child's tamper watch would blame on the submission were it imported after the watch began.
+the child is shut into its world. ``torch._dynamo``, which the meta device (the GPT-2 count) and
+torch's optimizers (training) import on first use, the fork server imports (``child.preload``),
+not this module: the grading process imports this one for its constants.
 """
 import torch
-import torch._dynamo  # noqa: F401
 import torch.nn as nn
 
 from ..public import tiny_gpt

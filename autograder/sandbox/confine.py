@@ -108,7 +108,11 @@ def can_own_root() -> bool:
     forked process, so this one stays as it is."""
     pid = os.fork()
     if pid == 0:
-        os._exit(0 if namespaces()["mounts"] else 1)
+        code = 1
+        try:
+            code = 0 if namespaces()["mounts"] else 1
+        finally:  # whatever happens, this copy of the grader never goes on grading
+            os._exit(code)
     return os.waitpid(pid, 0)[1] == 0
 
 

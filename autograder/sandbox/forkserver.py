@@ -46,6 +46,7 @@ class ForkServer:
         self.pids = "namespaces" in protocol.KERNEL_LAYERS  # the children's PID namespace is the server's to make
         self.outputs = False  # True when the server mounts each child's output folder as a tmpfs
         self.init = None  # the pid of the init of the children's PID namespace, where there is one
+        self._ready = False  # it has said it is ready
         self.uid = self.gid = None
         self._lock = None
         self.proc = None
@@ -71,9 +72,11 @@ class ForkServer:
         return {"OPENBLAS_NUM_THREADS": "1", **passed, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "USER": "grader",
                 "LOGNAME": "grader", name: value}
 
-    def _ensure_running(self):
+    def boot(self):
+        """Start the server's process and return at once: its imports (torch, the probes) then run
+        beside the grading process's own. ``start`` waits for it to be ready."""
         if self.proc is not None and self.proc.poll() is None:
-            return
+            return self
         paths = [str(KIT_ROOT)] + [p for p in workspace.site_paths() if p != str(KIT_ROOT)]
         boot = (f"import sys; sys.path[:0] = {paths!r}; from autograder.sandbox.server import serve; "
                 f"serve({self.meta!r}, {self.threads!r}, {PROBES!r}, {self.private!r}, {self.pids!r})")
@@ -82,10 +85,18 @@ class ForkServer:
             [sys.executable, "-I", "-S", "-c", boot], env=self.base_env(), bufsize=0,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, cwd="/",
         )
+        self._ready = False
+        return self
+
+    def _ensure_running(self):
+        self.boot()
+        if self._ready:
+            return
         answer = (self._read(START_TIMEOUT_S) or "").split()
         if answer[:1] != ["ready"]:
             self.close()
             raise GradingError(f"the grader's fork server did not start: {self._last_words()}")
+        self._ready = True
         self.outputs = "tmpfs" in answer
         self.init = int(answer[answer.index("init") + 1]) if "init" in answer else None
 
