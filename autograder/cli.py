@@ -152,15 +152,17 @@ def _grade(args):
         if path and Path(path).is_dir():  # before grading: nothing is written when a path is unusable
             print(f"attention-lab: {option} {path} is a folder; name the file to write", file=sys.stderr)
             return 2
+    from .delivery.report import printable  # no torch: before the fork server starts
     from .errors import GradingError, SubmissionError
     from .sandbox.forkserver import ForkServer
 
     print(f"grading {args.submission} ...", file=sys.stderr, flush=True)
     try:
-        # First, before this process imports torch and the grader: the fork server's own start (torch,
-        # the probes) then runs beside those imports, on another core.
-        with ForkServer(threads=args.course.threads).boot() as server:
-            from .delivery.report import printable, render_table, write_json
+        with ForkServer(threads=args.course.threads) as server:
+            # First, before this process imports torch and the grader: the fork server's own start
+            # (torch, the probes) then runs beside those imports, on another core.
+            server.boot()
+            from .delivery.report import render_table, write_json
             from .grading.grade import grade
 
             graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course,

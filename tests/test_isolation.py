@@ -268,6 +268,24 @@ def test_the_child_is_in_a_pid_namespace_where_the_grader_has_no_pid(root, tmp_p
         assert seen[False][1] > 1 and "no PID namespace" in seen[False][2], seen
 
 
+def test_the_pid_namespaces_init_catches_no_signal_and_its_end_costs_no_later_grading(root):
+    """The init catches no signal (the kernel then drops every signal sent to it from inside: a child
+    cannot end it, by kill or by a descriptor's F_SETSIG); and where it ends anyway (here: SIGKILL from
+    outside), the server says so and the grader starts another, so the next grading still grades."""
+    from autograder.sandbox.forkserver import ForkServer
+
+    with ForkServer() as server:
+        server.boot()._ensure_running()
+        needs(server.init is not None, "the kernel refused the fork server a PID namespace here")
+        with open(f"/proc/{server.init}/status") as f:
+            status = dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
+        assert int(status["SigCgt"], 16) == 0, status["SigCgt"]
+        first = server.proc.pid
+        os.kill(server.init, signal.SIGKILL)
+        graded = grade(root / "solutions", stages={1}, server=server)
+        assert all(r.passed for r in graded.results) and server.proc.pid != first
+
+
 def test_require_isolation_stops_before_grading(root, monkeypatch, tmp_path):
     """--require-isolation (or the course's require_isolation = true) stops with exit 1 and a
     sentence, and writes nothing, where the kernel cannot confine graded code."""
@@ -483,6 +501,7 @@ def raw_calls(grader) -> dict:
         "sched_setparam": (grader, ctypes.byref(param)), "sched_setattr": (grader, none, 0),
         "migrate_pages": (grader, 0, none, none), "move_pages": (grader, 0, none, none, none, 0),
         "kill": (grader, 0), "tkill": (grader, 0), "tgkill": (grader, grader, 0),
+        "fcntl": (bad, syscalls.F_SETOWN, grader), "ioctl": (bad, syscalls.FIOSETOWN, none),
         "rt_sigqueueinfo": (grader, 0, none), "rt_tgsigqueueinfo": (grader, grader, 0, none),
         "ptrace": (12, grader, none, none),  # PTRACE_GETREGS of a process it does not trace
         "process_vm_readv": (grader, none, 0, none, 0, 0), "process_vm_writev": (grader, none, 0, none, 0, 0),
@@ -557,6 +576,9 @@ def own_calls() -> dict:
     done["raise"] = got == [True]
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM):
         a, b = socket.socketpair()
+        import fcntl
+
+        done["fcntl"] = fcntl.fcntl(a.fileno(), fcntl.F_GETFL) >= 0  # its own descriptors' other commands
         a.close(), b.close()
     ran = []
     thread = threading.Thread(target=lambda: ran.append(True))  # clone3 refused: glibc falls back to clone
@@ -580,8 +602,8 @@ print(bool(torch.allclose((x @ x) @ torch.eye(512), x @ x, atol=1e-4)) and torch
 def test_the_filter_lets_the_child_act_on_itself():
     needs_filter()
     outcome = in_child(lambda: (filtered(), own_calls())[1])
-    assert outcome == {"ok": {"rlimit": True, "kill itself": ["ok", "ok"], "raise": True, "thread": True,
-                              "torch": "2"}}, outcome
+    assert outcome == {"ok": {"rlimit": True, "kill itself": ["ok", "ok"], "raise": True, "fcntl": True,
+                              "thread": True, "torch": "2"}}, outcome
 
 
 def test_the_child_cannot_lower_renice_or_repin_the_grader(grader):

@@ -65,14 +65,19 @@ else:
 '''
 
 
-def graded_on_one_busy_cpu(tmp_path, **runner_settings):
+# The same check, but the task first makes itself wait (allowed on itself): the lowest priority, so that
+# beside busy processes it sits runnable and passes for starved.
+STANDS_ASIDE = SLOW_BUT_HONEST.replace("    import time\n", "    import os, time\n    os.nice(19)\n")
+
+
+def graded_on_one_busy_cpu(tmp_path, code=SLOW_BUT_HONEST, **runner_settings):
     """Grade the slow-but-honest stage 1 with the grader, its children and two busy processes all
     on CPU 0, with ``runner_settings`` in place of the runner's: the task gets about a third of the
     CPU, so it needs about 4.5 s of wall clock for its 3 s."""
     sub = tmp_path / "slow"
     shutil.copytree(ROOT / "solutions" / "attention_lab", sub / "attention_lab")
     simple = sub / "attention_lab" / "simple.py"
-    simple.write_text(simple.read_text() + SLOW_BUT_HONEST)
+    simple.write_text(simple.read_text() + code)
     with busy(2, cpus={0}):
         done = subprocess.run([sys.executable, "-c", STARVED_SCRIPT, str(ROOT), str(sub), json.dumps(runner_settings)],
                               capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.sched_setaffinity(0, {0}))
@@ -106,6 +111,15 @@ def test_a_machine_too_busy_to_grade_stops_the_grading_rather_than_charge_the_ch
     needs(_kernel_keeps_waits(), "the kernel keeps no run-queue waits here")
     seen = graded_on_one_busy_cpu(tmp_path, BUSY_WALL_FACTOR=1.2)
     assert "too busy to grade" in seen.get("grading_error", ""), seen
+
+
+def test_a_task_that_makes_itself_wait_is_charged_not_excused_as_starved(tmp_path):
+    """Reniced to 19 beside busy processes, the task waits nearly all the time and uses no CPU: past
+    the backstop it is charged with its timeout, not excused as the machine's (which would leave the
+    student ungraded, "not the submission's fault")."""
+    needs(_kernel_keeps_waits(), "the kernel keeps no run-queue waits here")
+    seen = graded_on_one_busy_cpu(tmp_path, STANDS_ASIDE, BUSY_WALL_FACTOR=1.2)
+    assert seen.get("passed") is False and "timed out after 3 s" in seen["feedback"], seen
 
 
 def _kernel_keeps_waits():

@@ -77,6 +77,7 @@ class ForkServer:
         beside the grading process's own. ``start`` waits for it to be ready."""
         if self.proc is not None and self.proc.poll() is None:
             return self
+        self._end_process()  # one that has ended: its pipes and error output
         paths = [str(KIT_ROOT)] + [p for p in workspace.site_paths() if p != str(KIT_ROOT)]
         boot = (f"import sys; sys.path[:0] = {paths!r}; from autograder.sandbox.server import serve; "
                 f"serve({self.meta!r}, {self.threads!r}, {PROBES!r}, {self.private!r}, {self.pids!r})")
@@ -94,8 +95,9 @@ class ForkServer:
             return
         answer = (self._read(START_TIMEOUT_S) or "").split()
         if answer[:1] != ["ready"]:
+            words = self._last_words()
             self.close()
-            raise GradingError(f"the grader's fork server did not start: {self._last_words()}")
+            raise GradingError(f"the grader's fork server did not start: {words}")
         self._ready = True
         self.outputs = "tmpfs" in answer
         self.init = int(answer[answer.index("init") + 1]) if "init" in answer else None
@@ -116,19 +118,25 @@ class ForkServer:
     def start(self, job, stderr, cwd, env, tmpfs=None) -> "Child":
         """Fork a child that runs ``job`` in ``cwd`` (its output folder); ``tmpfs``: (bytes, files) to
         bound that folder by, where the server mounts it."""
-        self._ensure_running()
-        request = {"job": str(job), "stderr": str(stderr), "cwd": str(cwd), "env": env, "tmpfs": tmpfs}
-        try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
-        except BrokenPipeError:  # it died since the check: start another, once
-            self.proc.wait()
+        request = (json.dumps({"job": str(job), "stderr": str(stderr), "cwd": str(cwd), "env": env, "tmpfs": tmpfs})
+                   + "\n").encode()
+        for again in (True, False):
             self._ensure_running()
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
-        answer = self._read(START_TIMEOUT_S) or ""
-        if not answer.startswith("started "):
-            self.close()
-            raise GradingError(f"the grader's fork server did not fork a child: {self._last_words()}")
-        return Child(self, int(answer.split()[1]), answer.endswith(" tmpfs"))
+            try:
+                self.proc.stdin.write(request)
+            except BrokenPipeError:
+                answer = ""
+            else:
+                answer = self._read(START_TIMEOUT_S)
+            # "": it has ended (it died since the last child, or its PID namespace did): start another, once
+            if answer == "" and again:
+                self._end_process()
+                continue
+            if not (answer or "").startswith("started "):
+                words = self._last_words()
+                self.close()
+                raise GradingError(f"the grader's fork server did not fork a child: {words}")
+            return Child(self, int(answer.split()[1]), answer.endswith(" tmpfs"))
 
     def kill_stragglers(self, pgid):
         """Kill what a finished child left running: its process group, and every process that
@@ -143,7 +151,8 @@ class ForkServer:
 
         linux.kill_until_gone(stragglers, rounds=100, pause=0.01)
 
-    def close(self):
+    def _end_process(self):
+        """Stop the server's process (if it runs) and close what the grader held of it."""
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.kill()
@@ -152,6 +161,9 @@ class ForkServer:
             self.proc.stdout.close()
             self._stderr.close()
             self.proc = None
+
+    def close(self):
+        self._end_process()
         if self._lock is not None:
             os.close(self._lock)  # frees the slot
             self._lock = None

@@ -400,7 +400,9 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
             if cpu - cpu_since > cpu_limit:
                 return None, f"used more than {cpu_limit:g} s of CPU time", layers, False
             if now - since > BUSY_WALL_FACTOR * timeout_s:
-                if cpu - cpu_since > timeout_s:  # its own threads kept it from the CPU
+                # Its own doing, not the machine's: its threads kept it from the CPU, or it lowered its own
+                # priority or narrowed its CPUs (allowed on itself) so as to wait and pass for starved.
+                if cpu - cpu_since > timeout_s or _stood_aside(proc.pid):
                     return None, f"timed out after {timeout_s:g} s", layers, False
                 raise GradingError(f"the machine was too busy to grade: one check waited {waited - waited_since:.0f} s "
                                    f"of {now - since:.0f} s for a CPU; grade again when it is quieter")
@@ -408,6 +410,18 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
             return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers, False
         if rss > MEMORY_LIMIT:
             return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory", layers, False
+
+
+def _stood_aside(pid):
+    """Whether process ``pid`` made itself wait: a higher nice value, another scheduling policy or fewer
+    CPUs than the grader's (it was forked with the grader's own)."""
+    fields = linux.proc_stat(pid)
+    try:
+        nice, policy = int(fields[16]), int(fields[38])  # /proc/<pid>/stat's 19th and 41st fields
+        return (nice > os.getpriority(os.PRIO_PROCESS, 0) or policy != os.sched_getscheduler(0)
+                or os.sched_getaffinity(pid) < os.sched_getaffinity(0))
+    except (TypeError, IndexError, ValueError, OSError):
+        return True  # it cannot be told: the machine gets no benefit of the doubt here
 
 
 def _stopped(pid):

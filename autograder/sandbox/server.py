@@ -7,6 +7,7 @@ no CPU kernel and never touches CUDA, so every child starts from torch as a fres
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -57,6 +58,8 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
         for path in mounted:  # the grader has read the last child's results before it asks again
             libc.umount2(os.fsencode(path), MNT_DETACH)
         mounted = [request["cwd"]] if mounts and request.get("tmpfs") and _output_tmpfs(request) else []
+        if init is not None and os.waitpid(init, os.WNOHANG)[0]:  # its namespace is gone: no child can be forked
+            sys.exit("the PID namespace's init has ended")  # the grader starts another server
         pid = os.fork()
         if pid == 0:
             torch.set_num_threads(threads)
@@ -82,17 +85,31 @@ def _pid_namespace() -> int | None:
     it EINVAL), and a child needs threads (torch's, CUDA's); the server starts none from here on."""
     if libc.unshare(CLONE_NEWPID) != 0:
         return None
+    alive, held = os.pipe()  # the server holds ``held`` (its children close it): EOF when the server is gone
+    settled, said = os.pipe()  # the init says here that it catches no signal: only then may a child start
     pid = os.fork()
     if pid == 0:  # the init: holds the namespace open, reaps whatever is left to it, dies with the server
         try:
+            # The kernel drops a signal sent to a namespace's init from inside only where its action is
+            # the default: Python's SIGINT handler would let a child end it (by F_SETSIG as well as by
+            # kill), and with it the namespace and every later grading of this server.
+            for sig in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}:
+                with contextlib.suppress(OSError):  # those libc keeps for itself
+                    signal.signal(sig, signal.SIG_IGN if sig == signal.SIGCHLD else signal.SIG_DFL)  # the kernel reaps
             die_with_parent(0)  # its parent, outside the namespace, has no pid in it
             libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no child of the same user may trace it (and end the namespace)
-            os.closerange(0, os.sysconf("SC_OPEN_MAX"))
-            signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # its children are reaped by the kernel
-            while True:
-                signal.pause()
+            os.write(said, b"1")
+            os.closerange(0, alive)
+            os.closerange(alive + 1, os.sysconf("SC_OPEN_MAX"))
+            while os.read(alive, 1):  # also ends it if the server died before die_with_parent
+                pass
         finally:
             os._exit(0)
+    os.close(alive)
+    os.close(said)
+    if os.read(settled, 1) != b"1":
+        sys.exit("the PID namespace's init did not start")
+    os.close(settled)
     return pid
 
 

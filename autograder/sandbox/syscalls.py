@@ -39,8 +39,10 @@ CLONE_NEW = {"NEWNS": 0x00020000, "NEWCGROUP": 0x02000000, "NEWUTS": 0x04000000,
 CLONE_FLAGS_ARG = 1 if platform.machine().startswith("s390") else 0  # where clone's flags come (s390: second)
 
 # A rule is refused when all its conditions hold; a call with several rules is refused when any does. A
-# condition: (argument, "!=", value), or (argument, ">", value), or (argument, "&", mask, value): the
-# argument with ``mask`` applied equals ``value``.
+# condition: (argument, "==", value), (argument, "!=", value), or (argument, ">", value), or (argument,
+# "&", mask, value): the argument with ``mask`` applied equals ``value``.
+F_SETOWN, F_SETSIG, F_SETOWN_EX = 8, 10, 15  # fcntl's commands that pick who gets a descriptor's signals
+FIOSETOWN, SIOCSPGRP = 0x8901, 0x8902  # ioctl's
 ALWAYS = ((),)
 
 
@@ -60,6 +62,11 @@ REFUSED = {
     **dict.fromkeys(("sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
                      "migrate_pages", "move_pages"), (errno.EPERM, unless(0))),
     "kill": (errno.EPERM, NOT_ITSELF),  # pid 0 (its own process group) and its own pid alone
+    # A signal without kill: a descriptor's owner gets SIGIO, or any signal F_SETSIG names, when it is
+    # ready; the owner may be any process of the user (F_SETOWN, F_SETOWN_EX, and ioctl's FIOSETOWN and
+    # SIOCSPGRP). Its own descriptors' other commands stay allowed.
+    "fcntl": (errno.EPERM, tuple(((1, "==", cmd),) for cmd in (F_SETOWN, F_SETSIG, F_SETOWN_EX))),
+    "ioctl": (errno.EPERM, tuple(((1, "==", cmd),) for cmd in (FIOSETOWN, SIOCSPGRP))),
     **dict.fromkeys(("tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"), (errno.EPERM, unless(0, SELF))),
     **dict.fromkeys(("ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "process_mrelease",
                      "kcmp", "pidfd_open", "pidfd_getfd", "pidfd_send_signal"), (errno.EPERM, ALWAYS)),
@@ -130,7 +137,7 @@ def install() -> None:
     if why:
         raise OSError(why)
     sc = pyseccomp
-    ops = {"!=": sc.NE, ">": sc.GT, "&": sc.MASKED_EQ}
+    ops = {"==": sc.EQ, "!=": sc.NE, ">": sc.GT, "&": sc.MASKED_EQ}
     own = os.getpid()
     rules = sc.SyscallFilter(sc.ALLOW)
     try:
