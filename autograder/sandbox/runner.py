@@ -291,7 +291,7 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
     if layers is not None:
         layers = _with_grader_facts(layers, group, no_group, proc.output_tmpfs)
     if out_of_memory and stopped is None and code == -signal.SIGKILL:
-        stopped = f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory"  # the cgroup's OOM killer ended it
+        stopped = f"used more than {GROUP_MEMORY_LIMIT / 2**30:g} GiB of memory"  # the cgroup's OOM killer ended it
     if layers is None:  # the child never reached the end of its trusted set-up: no student code ran, the kit failed
         raise GradingError(f"the grader's child process failed to start ({stopped or _died(code, ws, out)})")
     # What the child wrote in its output folder after its set-up may be the submission's (it can write
@@ -331,12 +331,18 @@ def _job_group():
     try:
         if "cgroup" not in protocol.KERNEL_LAYERS:
             raise cgroups.NoGroup("not tried")
-        return cgroups.JobGroup(MEMORY_LIMIT, EXTRA_PROCESSES + JOB_BASE_TASKS), None
+        return cgroups.JobGroup(GROUP_MEMORY_LIMIT, EXTRA_PROCESSES + JOB_BASE_TASKS), None
     except cgroups.NoGroup as exc:
         return None, str(exc)
 
 
 JOB_BASE_TASKS = 64  # threads a child holds when it is moved into its cgroup (torch's own and CUDA's), with room
+# The group's memory: RLIMIT_AS lets one process hold MEMORY_LIMIT above what it had at set-up, and a
+# submission may keep that (a module-level list) through its later tasks; the group counts that too, and
+# the page cache and results those tasks add. With a line of its own at MEMORY_LIMIT, an honest check
+# after a hog's was ended by the OOM killer and blamed for it; 1 GiB above, the hog's own task meets
+# RLIMIT_AS first, and the group still bounds all the group's processes and memfd and tmpfs pages together.
+GROUP_MEMORY_LIMIT = MEMORY_LIMIT + 2**30
 
 
 def _with_grader_facts(reported: bytes, group, why, output_tmpfs) -> dict:
@@ -513,7 +519,8 @@ def _resources(reported, ws, abi) -> dict:
     processes = "; ".join(held), seccomp or reported.get("pids") is True or ws.uid is not None and abi >= 6
 
     if reported.get("cgroup"):
-        memory = f"{MEMORY_LIMIT / 2**30:g} GiB counting every page it holds (cgroup)", True
+        memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space a process (RLIMIT_AS), {GROUP_MEMORY_LIMIT / 2**30:g} GiB "
+                  "counting every page it holds (cgroup)"), True
     elif seccomp:
         memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space (RLIMIT_AS) with memfd_create refused ({filtered}); "
                   f"no cgroup: {reported.get('cgroup_why')}"), True
