@@ -339,9 +339,10 @@ def _job_group():
 JOB_BASE_TASKS = 64  # threads a child holds when it is moved into its cgroup (torch's own and CUDA's), with room
 # The group's memory: RLIMIT_AS lets one process hold MEMORY_LIMIT above what it had at set-up, and a
 # submission may keep that (a module-level list) through its later tasks; the group counts that too, and
-# the page cache and results those tasks add. With a line of its own at MEMORY_LIMIT, an honest check
-# after a hog's was ended by the OOM killer and blamed for it; 1 GiB above, the hog's own task meets
-# RLIMIT_AS first, and the group still bounds all the group's processes and memfd and tmpfs pages together.
+# the page cache and results those tasks add. With a line at MEMORY_LIMIT (this group's, and the watch on
+# resident memory, which counts torch's own pages as well), an honest check after a hog's crossed it
+# and was blamed; 1 GiB above, the hog's own task meets RLIMIT_AS first, and the group still bounds all
+# its processes and memfd and tmpfs pages together.
 GROUP_MEMORY_LIMIT = MEMORY_LIMIT + 2**30
 
 
@@ -414,8 +415,8 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
                                    f"of {now - since:.0f} s for a CPU; grade again when it is quieter")
         if now - started - (waited if UNCHARGED_WAIT else 0.0) > allowed:
             return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers, False
-        if rss > MEMORY_LIMIT:
-            return None, f"used more than {MEMORY_LIMIT / 2**30:g} GiB of memory", layers, False
+        if rss > GROUP_MEMORY_LIMIT:  # past what RLIMIT_AS lets it add: where it has none (CUDA), the bound
+            return None, f"used more than {GROUP_MEMORY_LIMIT / 2**30:g} GiB of memory", layers, False
 
 
 def _stood_aside(pid):
