@@ -44,7 +44,6 @@ class ForkServer:
         # then tries a mount namespace of its own for them (``server.serve``'s ``private``).
         self.private = not workspace.is_root()
         self.pids = "namespaces" in protocol.KERNEL_LAYERS  # the children's PID namespace is the server's to make
-        self.outputs = False  # True when the server mounts each child's output folder as a tmpfs
         self.init = None  # the pid of the init of the children's PID namespace, where there is one
         self._ready = False  # it has said it is ready
         self.uid = self.gid = None
@@ -99,7 +98,6 @@ class ForkServer:
             self.close()
             raise GradingError(f"the grader's fork server did not start: {words}")
         self._ready = True
-        self.outputs = "tmpfs" in answer
         self.init = int(answer[answer.index("init") + 1]) if "init" in answer else None
 
     def _read(self, timeout):

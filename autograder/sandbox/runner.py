@@ -401,17 +401,17 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
         if current == protocol.DONE and now - since > DONE_GRACE_S:
             return None, "did not end after its last check", layers, False
         if current not in (None, protocol.DONE):
-            own = now - since - (waited - waited_since if UNCHARGED_WAIT else 0.0)
-            if own > timeout_s:
-                return None, f"timed out after {timeout_s:g} s", layers, waited - waited_since > STARVED_SHARE * timeout_s
+            wait, timed_out = waited - waited_since, f"timed out after {timeout_s:g} s"
+            if now - since - (wait if UNCHARGED_WAIT else 0.0) > timeout_s:
+                return None, timed_out, layers, wait > STARVED_SHARE * timeout_s
             if cpu - cpu_since > cpu_limit:
                 return None, f"used more than {cpu_limit:g} s of CPU time", layers, False
             if now - since > BUSY_WALL_FACTOR * timeout_s:
                 # Its own doing, not the machine's: its threads kept it from the CPU, or it lowered its own
                 # priority or narrowed its CPUs (allowed on itself) so as to wait and pass for starved.
                 if cpu - cpu_since > timeout_s or _stood_aside(proc.pid):
-                    return None, f"timed out after {timeout_s:g} s", layers, False
-                raise GradingError(f"the machine was too busy to grade: one check waited {waited - waited_since:.0f} s "
+                    return None, timed_out, layers, False
+                raise GradingError(f"the machine was too busy to grade: one check waited {wait:.0f} s "
                                    f"of {now - since:.0f} s for a CPU; grade again when it is quieter")
         if now - started - (waited if UNCHARGED_WAIT else 0.0) > allowed:
             return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers, False
