@@ -288,6 +288,33 @@ def test_the_pid_namespaces_init_catches_no_signal_and_its_end_costs_no_later_gr
         assert all(r.passed for r in graded.results) and server.proc.pid != first
 
 
+LEFT_CHILDREN = """
+import json, os, sys
+from autograder.grading.grade import grade
+from autograder.sandbox import linux
+if sys.argv[1] == "unreaped":
+    linux.reap_orphan = lambda pid, timeout_s: None
+graded = grade(sys.argv[2], stages={1})
+assert all(r.passed for r in graded.results)
+print(json.dumps(open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()))
+"""
+
+
+def test_a_grading_leaves_the_grading_process_no_child_not_even_its_namespaces_init(root):
+    """The grading process is a subreaper, so the PID namespace's init, which ends with the fork server,
+    is handed to it: reaped, not left a zombie child for as long as it lives (a Jupyter kernel that
+    graded a notebook spent 2.5 s of its shutdown trying to end it). Unreaped, the zombie is there."""
+    def children(how):
+        done = subprocess.run([sys.executable, "-c", LEFT_CHILDREN, how, str(root / "solutions")],
+                              capture_output=True, text=True, cwd=root, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert children("reaped") == []
+    needs(protocol.KERNEL_LAYERS and "namespaces" in protocol.KERNEL_LAYERS, "no PID namespace to leave an init")
+    assert len(children("unreaped")) == 1
+
+
 def test_require_isolation_stops_before_grading(root, monkeypatch, tmp_path):
     """--require-isolation (or the course's require_isolation = true) stops with exit 1 and a
     sentence, and writes nothing, where the kernel cannot confine graded code."""

@@ -28,6 +28,35 @@ def test_verdict_fails_above_the_limit_with_the_usual_causes():
     assert not passed and "1.25 times as long" in text and "is_causal=True" in text and "cut short" not in text
 
 
+def test_a_majority_of_rounds_on_one_side_settles_the_race_and_the_feedback_says_so():
+    fast = report([41, 39, 40, 42, 40], [40] * 5)
+    assert speed.settled(fast) and not speed.settled(report([41, 39, 40, 42], [40] * 4))
+    passed, text = speed.verdict(fast)
+    assert passed and "median of 5 rounds, which settled it: the other 4 could not change the verdict" in text
+    slow = report([50, 30, 52, 49, 60, 51], [40] * 6)  # 5 of 6 above the limit
+    assert speed.settled(slow) and not speed.verdict(slow)[0]
+    assert not speed.settled(report([50, 30, 52, 30, 60, 51, 30, 30], [40] * 8))  # 4 and 4: the 9th decides
+
+
+def test_the_rounds_stop_once_settled_and_run_on_while_undecided():
+    def timed_layer(slowdown):
+        def forward(x):
+            out = speed.fast_attention(x, w["qkv.weight"], None, w["out_proj.weight"], w["out_proj.bias"],
+                                       speed.SIZE["heads"])
+            for _ in range(slowdown):  # the same work again: a layer that many times slower
+                speed.fast_attention(x, w["qkv.weight"], None, w["out_proj.weight"], w["out_proj.bias"],
+                                     speed.SIZE["heads"])
+            return out
+        return forward
+
+    w = speed.weights()
+    same = speed.race(timed_layer(0))
+    assert len(same["student_s"]) < speed.ROUNDS and speed.settled(same)
+    assert speed.verdict(same)[0]
+    slow = speed.race(timed_layer(2))  # about 3 times the kit's time: settled as slow, not raced again
+    assert len(slow["student_s"]) < speed.ROUNDS and slow["races"] == 1 and not speed.verdict(slow)[0]
+
+
 def test_verdict_uses_the_median_round_not_an_unlucky_one():
     passed, _ = speed.verdict(report([41, 200, 40, 42, 39], [40] * 5))
     assert passed

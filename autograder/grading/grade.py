@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import torch
@@ -13,6 +14,7 @@ from ..intake.review import review
 from ..intake.submission import opened
 from ..sandbox.protocol import Task
 from ..sandbox.runner import PYTHON, TASK_TIMEOUT_S, run_tasks
+from ..sandbox.workspace import children_own_root
 from .config import CourseConfig, given_code
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
@@ -111,10 +113,15 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
             stages = set(config.stages) & (sub.stages if sub.stages is not None else set(config.stages))
         checks = config.checks(stages)
         sub.give(given_code(config, stages))  # what the child imports for a given stage is the kit's reference
-        # The code that runs, read for reaches into the interpreter: named to the instructor, never scored.
-        flagged = review({f"{m}.py": code for m, code in sub.code().items() if m in modules_for(stages)})
-        run = run_tasks(sub, plan(checks, devices), timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
-                        required=config.require_isolation, threads=config.threads)
+        code = {f"{m}.py": code for m, code in sub.code().items() if m in modules_for(stages)}
+        children_own_root()  # it forks to find out: before a second thread exists
+        with ThreadPoolExecutor(1) as beside:
+            # The code that runs, read for reaches into the interpreter (named to the instructor, never
+            # scored) while the child runs it: the grading process would only wait (0.1 s of a grading).
+            reviewed = beside.submit(review, code)
+            run = run_tasks(sub, plan(checks, devices), timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
+                            required=config.require_isolation, threads=config.threads)
+        flagged = reviewed.result()
     _warn_once(run.isolation)
     results, errors = [], []
     for c in checks:

@@ -3,9 +3,8 @@ student's code, generation with and without a cache, and a few training steps.
 
 Library attention is allowed (the attention inside is stage 4's and stage 8's, judged there). The
 trained weights are public (``public/tiny_gpt``) and read when this module is imported, before
-the child is shut into its world. ``torch._dynamo``, which the meta device (the GPT-2 count) and
-torch's optimizers (training) import on first use, the fork server imports (``child.preload``),
-not this module: the grading process imports this one for its constants.
+the child is shut into its world. Training steps with the kit's ``SGD``, not torch's: torch's
+optimizers import ``torch._dynamo`` (0.9 s) at their first step, which no grading needs.
 """
 import torch
 import torch.nn as nn
@@ -527,6 +526,24 @@ def floats(losses):
     return torch.tensor([float(v) for v in losses], dtype=torch.float64)
 
 
+class SGD(torch.optim.SGD):
+    """torch's SGD (no momentum, no weight decay: ``p -= lr * p.grad``), with a step written out:
+    torch's own imports ``torch._dynamo`` at its first call, only to break a compiled graph there.
+    The same floats (one add per element), and still a ``torch.optim.SGD`` to the student's code."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-group["lr"])
+        return loss
+
+
 def train_batches():
     return [(t[:, :-1], t[:, 1:]) for t in (tiny_gpt.repeats(TRAIN_BATCH, seed=s, length=TRAIN_TOKENS + 1) for s in (31, 32))]
 
@@ -535,7 +552,7 @@ def train_batches():
 def train(lab, device):
     def run():
         model = KitLanguageModel().to(device).eval()
-        optimizer = torch.optim.SGD(model.parameters(), lr=TRAIN_LR)
+        optimizer = SGD(model.parameters(), lr=TRAIN_LR)
         batches = [(x.to(device), y.to(device)) for x, y in train_batches()]
         losses = lab.gpt.train_steps(model, batches, optimizer, TRAIN_STEPS)
         modes, after = list(model.modes), model.training

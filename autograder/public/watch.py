@@ -7,6 +7,7 @@ stage 8's speed probe compares between two timed calls. Only torch and the stand
 from __future__ import annotations
 
 import builtins
+import operator
 import sys
 
 import torch
@@ -43,12 +44,16 @@ class Watch:
         # A class may gain harmless caches (copyreg's __slotnames__ on the first torch.save);
         # a new entry counts only if it shadows something the class already had.
         self.had = {id(o): set(dir(o)) for o in self.owners if isinstance(o, type)}
+        self.clean = [_looks(o) for o in self.owners]  # each owner as last found unchanged
 
     def changes(self):
         """Undo every change to a watched name; return the names that were changed."""
         changed = []
-        for owner, saved in self.saved:
+        for i, (owner, saved) in enumerate(self.saved):
             now = vars(owner)
+            names, values = self.clean[i]
+            if len(now) == len(names) and tuple(now) == names and all(map(operator.is_, now.values(), values)):
+                continue  # the same names holding the same objects: nothing to compare one by one
             for name, value in saved.items():
                 if now.get(name, _MISSING) is not value:
                     changed.append(_label(owner, name))
@@ -57,6 +62,7 @@ class Watch:
                 for name in [n for n in now if n not in saved and n in self.had[id(owner)]]:
                     changed.append(_label(owner, name))
                     delattr(owner, name)
+            self.clean[i] = _looks(owner)
         while torch._C._len_torch_function_stack() > 0:
             torch._C._pop_torch_function_stack()
             changed.append("a TorchFunctionMode left active")
@@ -67,3 +73,10 @@ class Watch:
 
 
 _MISSING = object()
+
+
+def _looks(owner):
+    """An owner's names and the objects they hold, compared again in one pass (``operator.is_``; not
+    ``id``, which raises an audit event for the child's hook at each call): comparing every saved name
+    one by one took 1.5 ms after each of 171 tasks."""
+    return tuple(vars(owner)), tuple(vars(owner).values())

@@ -26,19 +26,55 @@ def preload(meta, probes=protocol.PROBES):
     """What every child needs before its job is known: torch and the probes, imported once by the
     fork server. ``meta``: also warm up the meta device (see ``_warm_meta``)."""
     import torch  # noqa: F401
-    # torch's meta device and optimizers import it on first use (stage 10's probes use both), and it
-    # rewraps torch.manual_seed, which the child's tamper watch would blame on the submission were it
-    # imported after the watch began. Here, not in the probes: the grading process imports those too.
-    import torch._dynamo  # noqa: F401
 
     importlib.import_module(probes).load()
+    settle_dynamo_wrappers()
     if meta:
         _warm_meta()
 
 
+def settle_dynamo_wrappers():
+    """Spare every grading the import of ``torch._dynamo`` (0.9 s: sympy, the compiler and more).
+
+    torch wraps a few hundred of its functions with ``torch._disable_dynamo`` (the meta device's
+    references, ``torch.nn.init``, the optimizers' parameter groups, every dispatch mode's hook, the
+    kit's included), and the wrapper imports ``torch._dynamo`` at its first call only to learn how to
+    call the function outside a ``torch.compile`` region: as it is. It keeps that answer on the
+    function (``__dynamo_disable``); here every wrapper that exists now is given it, before anything
+    calls one. Code that compiles still imports torch._dynamo, and then traces into these functions
+    instead of skipping them (it breaks the graph there, as it would for any other function it cannot
+    trace). Where torch's wrapper looks different, nothing is settled and torch imports its compiler
+    on first use, as before: slower, never wrong.
+
+    Importing ``torch._dynamo`` rewraps ``torch.manual_seed`` unless that is wrapped already, which the
+    child's tamper watch would blame on the submission that happened to trigger the import (a dispatch
+    mode of its own, a compiled function, an optimizer's step): so it is wrapped here, as torch would."""
+    import gc
+    import types
+
+    import torch
+    import torch.jit._builtins
+
+    if torch.manual_seed is torch.random.manual_seed:
+        torch.manual_seed = torch._disable_dynamo(torch.manual_seed)
+        torch.jit._builtins._register_builtin(torch.manual_seed, "aten::manual_seed")
+    wrapper = torch._disable_dynamo(lambda: None).__code__
+    if "fn" not in wrapper.co_freevars:
+        return 0
+    slot, settled = wrapper.co_freevars.index("fn"), 0
+    for f in gc.get_objects():
+        if type(f) is types.FunctionType and f.__code__ is wrapper:
+            fn = f.__closure__[slot].cell_contents
+            if getattr(fn, "__dynamo_disable", None) is None:
+                setattr(fn, "__dynamo_disable", fn)  # a literal name: Python would mangle it in a class
+                settled += 1
+    return settled
+
+
 def _warm_meta():
-    """torch's first meta-device op imports torch._dynamo, which rewraps torch.manual_seed and
-    more: let that happen before the snapshot that detects tampering (~1 s, paid once)."""
+    """torch's first meta-device op imports what that device needs (its Python references, sympy:
+    0.25 s). A fork server that many children share does it once; a child whose server did not
+    leaves it to the first task that uses the device (it changes nothing the tamper watch sees)."""
     import torch
 
     torch.empty(2, device="meta") @ torch.empty(2, device="meta")
@@ -85,8 +121,6 @@ def main(job_path):
 
     probes = importlib.import_module(job.probes)
     table = probes.load()
-    if "meta" in job.devices:
-        _warm_meta()  # a no-op when the server has done it
     lim = job.limits  # first: counting the user's processes needs all of /proc, which the child's world lacks
     confine.limit(lim.memory, lim.file, lim.cpu * (len(job.tasks) + 2), lim.processes,
                   address_space="cuda" not in job.devices)
@@ -118,12 +152,15 @@ def main(job_path):
     for module, why in job.left_out.items():
         lab.mark_left_out(module, why)
     watch = Watch()
+    # torch.manual_seed also queues CUDA's seed for a later start, with the stack in words (0.5 ms
+    # here, before each of 171 tasks): where no task runs on CUDA, the CPU's generator is all there is.
+    reseed = (lambda: torch.manual_seed(0)) if "cuda" in job.devices else (lambda: torch.default_generator.manual_seed(0))
 
     for index, task in job.tasks:
         (out / protocol.CURRENT).write_text(str(index))
         refusals.clear()
         hand = None if task.kind == "import" or table[task.name].library_attention else confine.HandWritten()
-        torch.manual_seed(0)
+        reseed()
         torch.set_default_dtype(torch.float32)
         exact_float32()
         with torch.enable_grad(), hand or contextlib.nullcontext():

@@ -1,8 +1,8 @@
 """The grader's end of the fork server: a process that has imported torch and the probes once and
 forks a fresh child per request (its loop is ``server.py``).
 
-Starting a grading child from nothing means importing torch (over a second here) and warming
-up the meta device (another second); forking a process that has done both takes milliseconds.
+Starting a grading child from nothing means importing torch (nearly a second here); forking a
+process that has done it takes milliseconds.
 The forked child then confines itself exactly as a fresh one would (``child.main``).
 
 The server also owns the identity its children run as, so that after each child the grader
@@ -36,9 +36,12 @@ SLOTS = range(workspace.CHILD_UID, workspace.CHILD_UID + 32)  # 65500-65531: own
 
 
 class ForkServer:
-    """Start one with ``with ForkServer() as server:``; ``start`` forks a child, one at a time."""
+    """Start one with ``with ForkServer() as server:``; ``start`` forks a child, one at a time.
 
-    def __init__(self, meta=True, threads=None):
+    ``meta``: warm the meta device up in the server (0.25 s, once), for a server that many children
+    share; without it, each child's first task on that device pays it, and a child with none does not."""
+
+    def __init__(self, meta=False, threads=None):
         self.meta, self.threads = meta, threads
         # The grader cannot mount a tmpfs for a child's output folder unless it is root: the server
         # then tries a mount namespace of its own for them (``server.serve``'s ``private``).
@@ -159,6 +162,13 @@ class ForkServer:
             self.proc.stdout.close()
             self._stderr.close()
             self.proc = None
+        if self.init is not None:
+            # The children's PID namespace's init ends with the server (its parent-death signal). Where this
+            # process is a subreaper (the runner makes it one) the init was handed to it: reaped here, or it
+            # stays a zombie child as long as this process lives (a Jupyter kernel that graded a notebook
+            # then spent 2.5 s of its shutdown trying to end it).
+            linux.reap_orphan(self.init, timeout_s=1.0)
+            self.init = None
 
     def close(self):
         self._end_process()

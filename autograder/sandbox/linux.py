@@ -5,6 +5,7 @@ killed through /proc. (On macOS or Windows, grade in a container or WSL.)
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import platform
@@ -111,6 +112,25 @@ def reap(pids):
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
+
+
+def reap_orphan(pid, timeout_s):
+    """Reap process ``pid`` once it has ended, if it is this process's child (an orphan handed to this
+    subreaper); nothing if it is not. Past ``timeout_s`` it is ended (SIGKILL)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:  # not ours: another process reaps it
+            return
+        if time.monotonic() > deadline:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            return
+        time.sleep(0.001)
 
 
 # unshare's flags for the namespaces the sandbox makes (the syscall filter refuses all of them later).

@@ -40,6 +40,7 @@ FILE_LIMIT = 16 * 2**20  # any one file the child writes, its error output inclu
 EXTRA_PROCESSES = 32  # threads and processes beyond those the child has when it confines itself
 STRIKES = 2  # probes of one stage whose code crashed or hung before the grader stops calling it
 POLL_S = 0.02
+SETUP_POLL_S = 0.002
 # A verdict must not depend on load. A task's clock counts the time it ran or waited on itself, not
 # the time it sat runnable while the machine ran something else (its main thread's run-queue wait).
 # A task that still runs out of time, having waited for a CPU more than STARVED_SHARE of its time (the
@@ -194,7 +195,7 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     if required:
         require_isolation()
     if server is None:
-        with ForkServer(meta=any(t.device == "meta" for t in tasks), threads=threads) as server:
+        with ForkServer(threads=threads) as server:  # one grading's: its first meta task warms that device
             return run_tasks(submission, tasks, timeout_s, server, required)
     deadline = time.monotonic() + worst_case_s(tasks, timeout_s)
     linux.become_subreaper()
@@ -380,8 +381,8 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None)
     allowed = allowed if left is None else min(allowed, left)
     current, clocks, layers = None, {}, None  # clocks: task (or DONE) -> (wall, CPU, run-queue wait) when first named
     while True:
-        try:
-            return proc.wait(timeout=POLL_S), None, layers, False
+        try:  # quicker until the child has stopped to report: no student code waits on the grader after that
+            return proc.wait(timeout=POLL_S if layers is not None else SETUP_POLL_S), None, layers, False
         except subprocess.TimeoutExpired:
             pass
         if layers is None and _stopped(proc.pid):

@@ -8,6 +8,7 @@ no CPU kernel and never touches CUDA, so every child starts from torch as a fres
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -36,7 +37,6 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
     owned = private and own_user_namespace()
     mounts = owned and own_mount_namespace()
     import torch
-
     # OpenMP's worker threads do not survive a fork, but its bookkeeping does: a child would wait
     # forever for them at its first parallel kernel. With one thread the server starts none, and
     # each child sets its own number: one unless the instructor asks for more. The probes' tensors
@@ -47,6 +47,10 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
     from . import child
 
     child.preload(meta, probes)
+    # What is loaded now lives as long as the server and every child: out of the collector's reach, a
+    # full collection in a child walks the submission's objects, not torch's (0.07 s instead of 0.01),
+    # and no collection writes to the pages a child shares with the server.
+    gc.freeze()
     say = lambda text: os.write(1, f"{text}\n".encode())  # noqa: E731  (unbuffered: nothing for a fork to copy)
     # Last, once torch is warm: from here on the kernel refuses this process new threads.
     init = _pid_namespace() if pids and (owned or os.getuid() == 0) else None

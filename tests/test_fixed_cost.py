@@ -1,0 +1,92 @@
+"""What a grading costs beyond ``import torch``, held by its premises (``python -m tools.bench``
+measures the times; docs/benchmarks.md records them): no grading child imports torch's compiler,
+the tamper watch's quick pass still sees every change, and the command's quick exit still does
+what Python's own does."""
+import subprocess
+import sys
+import textwrap
+
+import torch
+
+from autograder.paths import KIT_ROOT
+from autograder.public.watch import Watch
+
+AS_A_CHILD = textwrap.dedent("""
+    import contextlib, sys
+    import torch
+    from autograder.sandbox import child, confine
+    from autograder.public.watch import Watch
+
+    if {settle}:
+        child.preload(False)  # as the fork server does
+    {work}
+""")
+
+EVERY_PROBE_ON_THE_REFERENCE = """
+from autograder import probes
+from autograder.grading.grade import plan
+from autograder.grading.registry import all_checks
+
+sys.path.append({solutions!r})
+table, lab, watch = probes.load(), probes.Lab({solutions!r}), Watch()
+for task in plan(all_checks(), {{"cpu", "meta"}}):
+    if task.kind != "probe":
+        continue
+    hand = None if table[task.name].library_attention else confine.HandWritten()
+    torch.default_generator.manual_seed(0)
+    with torch.enable_grad(), hand or contextlib.nullcontext():
+        result = probes.attempt(table[task.name].fn, lab, task.device)
+    assert not (isinstance(result, dict) and "error" in result), (task, result)
+    assert watch.changes() == [], (task, watch.changes())
+    assert "torch._dynamo" not in sys.modules, f"{{task.name}}@{{task.device}} imported torch._dynamo"
+import torch._dynamo  # a submission that compiles: torch's own import of it changes nothing watched
+assert watch.changes() == [], watch.changes()
+print("ok")
+"""
+
+
+def as_a_child(work, settle=True):
+    return subprocess.run([sys.executable, "-c", AS_A_CHILD.format(settle=settle, work=textwrap.dedent(work))],
+                          capture_output=True, text=True, cwd=KIT_ROOT, timeout=300)
+
+
+def test_no_probe_of_the_reference_imports_torch_compiler_and_its_import_changes_nothing_watched():
+    done = as_a_child(EVERY_PROBE_ON_THE_REFERENCE.format(solutions=str(KIT_ROOT / "solutions")))
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_without_the_settled_wrappers_a_dispatch_mode_would_import_torch_compiler():
+    """The premise of ``child.settle_dynamo_wrappers``: the kit's own dispatch mode (stage 1 on) is
+    wrapped by torch so that its first call imports torch._dynamo (0.9 s) unless settled."""
+    work = """
+        with confine.HandWritten():
+            torch.ones(2) @ torch.ones(2)
+        print("torch._dynamo" in sys.modules)
+    """
+    assert as_a_child(work, settle=False).stdout.split() == ["True"]
+    assert as_a_child(work, settle=True).stdout.split() == ["False"]
+
+
+def test_the_watch_quick_pass_still_sees_and_undoes_every_change():
+    watch = Watch()
+    assert watch.changes() == [] and watch.changes() == []  # clean twice: the quick pass from now on
+    real_allclose = torch.allclose
+    torch.allclose = lambda *a, **k: True
+    torch.Tensor.numel = lambda self: 0  # a method of its base class, shadowed
+    torch.a_new_name = 1  # a new name on a module shadows nothing
+    try:
+        assert sorted(watch.changes()) == ["Tensor.numel", "torch.allclose"]
+        assert torch.allclose is real_allclose and "numel" not in vars(torch.Tensor)
+        assert watch.changes() == []
+    finally:
+        torch.allclose = real_allclose
+        vars(torch.Tensor).get("numel") and delattr(torch.Tensor, "numel")
+        del torch.a_new_name
+
+
+def test_the_command_exit_runs_atexit_handlers_and_keeps_its_exit_status():
+    code = ("import atexit, sys; from autograder import cli; atexit.register(print, 'atexit ran'); "
+            "sys.exit(cli.console(['grade', 'no-such-folder']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=KIT_ROOT, timeout=120)
+    assert done.returncode == 2 and "no such file or directory" in done.stderr
+    assert done.stdout.strip() == "atexit ran"
