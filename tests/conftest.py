@@ -27,6 +27,24 @@ def _end_a_stray_fork():
         os._exit(70)  # EX_SOFTWARE: a forked child of a test (or a fixture) got out of it
 
 
+# Hypothesis is here for the kit's own tests; a course's environment has none. Its pytest plugin, which
+# every pytest loads where it is installed, costs each run 0.5 s of 2: the pytest runs these tests start
+# (the public checks in a notebook's kernel, a classroom step, a handout) run without it, as students'.
+WITHOUT_HYPOTHESIS = "-p no:hypothesispytest"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _started_pytest_runs_without_hypothesis():
+    """Set inside each test process once its own options are read: only the runs it starts see it."""
+    before = os.environ.get("PYTEST_ADDOPTS")
+    os.environ["PYTEST_ADDOPTS"] = f"{before or ''} {WITHOUT_HYPOTHESIS}".strip()
+    yield
+    if before is None:
+        del os.environ["PYTEST_ADDOPTS"]
+    else:
+        os.environ["PYTEST_ADDOPTS"] = before
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
     yield

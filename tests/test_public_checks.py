@@ -32,7 +32,9 @@ class PytestRun:
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the student's folder
         if submission is not None:
             env[ENV_VAR] = str(submission)
-        self.proc = subprocess.Popen([sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"], cwd=cwd,
+        # as a student's environment runs them: no Hypothesis plugin (see conftest.py)
+        self.proc = subprocess.Popen([sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider",
+                                      "-p", "no:hypothesispytest"], cwd=cwd,
                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self._result = None
 

@@ -18,3 +18,11 @@ def test_the_profile_of_checks_names_the_slowest_probes_and_judges(capsys):
     out = capsys.readouterr().out
     assert "the 3 slowest probes" in out and "the 3 slowest judges" in out
     assert out.count(" ms  s") == 6, out
+
+
+def test_the_bench_times_each_grading_against_import_torch(capsys):
+    from tools import bench
+
+    bench.main(["--repeat", "1"])
+    out = capsys.readouterr().out
+    assert "300/300" in out and "0/300" in out and out.count("x import torch") == 3, out

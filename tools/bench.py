@@ -1,12 +1,13 @@
-"""Time grading on the bundled material: ``python -m tools.bench [--repeat N] [--nbgrader | --html]``.
+"""Time grading on the bundled material: ``python -m tools.bench [--repeat N] [--busy N | --nbgrader | --html]``.
 
 Without options: ``attention-lab grade`` on the reference and on the stubs, as commands, in turns with
-``python -c 'import torch'``, each grading also as a multiple of that import. With ``--busy N``: the same, beside N processes that
-spin on the CPU (a busy machine: a class graded with several workers, a shared runner). With ``--html``: ``attention-lab grade
-solutions`` as a command, without and with ``--html report.html`` in turns, and the report's size. With ``--nbgrader``: one submission (the
-reference typed into the course's notebooks) graded as an instructor would, as commands:
-``nbgrader autograde`` against ``attention-lab grade`` on the same submitted folder. Figures are
-wall-clock seconds (median and range over the repeats).
+``python -c 'import torch'``, each grading also as a multiple of that import. With ``--busy N``: then the
+same again beside N processes that spin on the CPU (a busy machine: a class graded with several workers,
+a shared runner), each grading's slowest run given as a multiple of its quiet median. With ``--html``:
+``attention-lab grade solutions`` without and with ``--html report.html``, in turns, and the report's size.
+With ``--nbgrader``: one submission (the reference typed into the course's notebooks) graded as an
+instructor would, in turns: ``nbgrader autograde`` against ``attention-lab grade`` on the same submitted
+folder. Figures are wall-clock seconds (median and range over the repeats).
 """
 import argparse
 import os
@@ -24,14 +25,27 @@ import torch
 from autograder.paths import KIT_ROOT
 
 
-def timed(repeat, run):
-    """(seconds of each run, what the runs gave: one outcome, or each different one, in order)."""
-    times, outcomes = [], []
+def command(args, outcome=lambda out: "-", cwd=KIT_ROOT, env=None):
+    """One run of ``args`` as a fresh command, as a user runs it; it returns ``outcome(its stdout)``, and a
+    failure stops the bench."""
+    def run():
+        done = subprocess.run([str(a) for a in args], capture_output=True, text=True, cwd=cwd, env=env)
+        if done.returncode:
+            sys.exit(f"{' '.join(map(str, args))} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        return outcome(done.stdout)
+    return run
+
+
+def in_turns(runs, repeat):
+    """Each of ``runs`` (name -> run) ``repeat`` times, in turns, so that a drift of the machine hits all of
+    them alike: ({name: seconds of each run}, {name: what the runs gave: one outcome, or each different one})."""
+    times, outcomes = {name: [] for name in runs}, {name: [] for name in runs}
     for _ in range(repeat):
-        start = time.perf_counter()
-        outcomes.append(run())
-        times.append(time.perf_counter() - start)
-    return times, " | ".join(dict.fromkeys(outcomes))
+        for name, run in runs.items():
+            start = time.perf_counter()
+            outcomes[name].append(run())
+            times[name].append(time.perf_counter() - start)
+    return times, {name: " | ".join(dict.fromkeys(said)) for name, said in outcomes.items()}
 
 
 def line(name, times, outcome):
@@ -39,34 +53,36 @@ def line(name, times, outcome):
             f"(min {min(times):.2f}, max {max(times):.2f}, {len(times)} runs)")
 
 
-def bench_grade(repeat):
-    """``attention-lab grade`` on the reference and on the stubs, each a fresh command as a user runs it,
-    in turns with ``python -c 'import torch'`` (the floor any grading in Python pays), so that a drift
-    of the machine hits all three alike; each grading's median is also given as a multiple of it."""
-    def command(*args, outcome):
-        def run():
-            done = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=KIT_ROOT)
-            if done.returncode not in (0,):
-                sys.exit(f"{' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-            return outcome(done.stdout)
-        return run
+def total(out):  # "Total 300/300 points, ..."
+    return next(line.split()[1] for line in out.splitlines() if line.startswith("Total "))
 
-    def total(out):  # "Total 300/300 points, ..."
-        return next(line.split()[1] for line in out.splitlines() if line.startswith("Total "))
 
-    runs = {"python -c 'import torch'": command("-c", "import torch", outcome=lambda _: "-"),
-            "grade solutions": command("-m", "autograder.cli", "grade", "solutions", outcome=total),
-            "grade assignments": command("-m", "autograder.cli", "grade", "assignments", outcome=total)}
-    times, outcomes = {name: [] for name in runs}, {name: [] for name in runs}
-    for _ in range(repeat):
-        for name, run in runs.items():
-            seconds, outcome = timed(1, run)
-            times[name] += seconds
-            outcomes[name].append(outcome)
-    floor = statistics.median(times["python -c 'import torch'"])
-    for name in runs:
-        ratio = statistics.median(times[name]) / floor
-        print(line(name, times[name], " | ".join(dict.fromkeys(outcomes[name]))) + f"  {ratio:4.2f}x import torch")
+GRADE = [sys.executable, "-m", "autograder.cli", "grade"]
+FLOOR = "python -c 'import torch'"
+
+
+def gradings():
+    """``attention-lab grade`` on the reference and on the stubs, and ``python -c 'import torch'``: the
+    floor any grading in Python pays, of which each grading is given as a multiple."""
+    return {FLOOR: command([sys.executable, "-c", "import torch"]),
+            "grade solutions": command([*GRADE, "solutions"], total),
+            "grade assignments": command([*GRADE, "assignments"], total)}
+
+
+def bench_grade(repeat, busy_count=0):
+    """The gradings in turns with the floor, on a quiet machine; with ``busy_count``, then again beside that
+    many busy processes, each grading's slowest busy run also given as a multiple of its quiet median."""
+    quiet, said = in_turns(gradings(), repeat)
+    floor = statistics.median(quiet[FLOOR])
+    for name, seconds in quiet.items():
+        print(line(name, seconds, said[name]) + f"  {statistics.median(seconds) / floor:4.2f}x import torch")
+    if busy_count:
+        with busy(busy_count):
+            loaded, said = in_turns(gradings(), repeat)
+        print(f"beside {busy_count} busy processes:")
+        for name, seconds in loaded.items():
+            print(line(name, seconds, said[name]) + f"  slowest {max(seconds) / statistics.median(quiet[name]):4.2f}x "
+                  "its quiet median")
 
 
 def bench_nbgrader(repeat):
@@ -79,48 +95,28 @@ def bench_nbgrader(repeat):
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     with tempfile.TemporaryDirectory() as tmp:
         course = init_course(Path(tmp) / "course", log=lambda *_: None)
-
-        def command(*args):
-            proc = subprocess.run(args, cwd=course, env=env, capture_output=True, text=True)
-            if proc.returncode:
-                sys.exit(f"{' '.join(map(str, args))} failed:\n{proc.stderr[-3000:]}")
-            return proc
-
-        command(bin_dir / "nbgrader", "generate_assignment", ASSIGNMENT)
+        command([bin_dir / "nbgrader", "generate_assignment", ASSIGNMENT], cwd=course, env=env)()
         folder = hand_in(course / "release" / ASSIGNMENT, course / "submitted" / "alice" / ASSIGNMENT,
                          reference_code())
-
-        def autograde():
-            command(bin_dir / "nbgrader", "autograde", ASSIGNMENT, "--create", "--force", "--student", "alice")
-            return "graded"
-
-        def attention_lab():
-            out = command(sys.executable, "-m", "autograder.cli", "grade", str(folder)).stdout
-            return out.strip().splitlines()[-1].split()[1]  # "Total 86/86 points, ..."
-
-        print(line("nbgrader autograde", *timed(repeat, autograde)))
-        print(line("attention-lab grade", *timed(repeat, attention_lab)))
+        times, said = in_turns({
+            "nbgrader autograde": command([bin_dir / "nbgrader", "autograde", ASSIGNMENT, "--create", "--force",
+                                           "--student", "alice"], lambda _: "graded", cwd=course, env=env),
+            "attention-lab grade": command([*GRADE, folder], total, cwd=course, env=env)}, repeat)
+        for name, seconds in times.items():
+            print(line(name, seconds, said[name]))
 
 
 def bench_html(repeat):
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.html"
-
-        def command(*extra):
-            def run():
-                subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(KIT_ROOT / "solutions"), *extra],
-                               check=True, capture_output=True)
-                return "graded"
-            return run
-
-        plain, with_html = [], []
-        for _ in range(repeat):  # in turns, so that a drift of the machine hits both alike
-            plain += timed(1, command())[0]
-            with_html += timed(1, command("--html", str(report)))[0]
-        print(line("grade solutions", plain, "text"))
-        print(line("grade solutions --html", with_html, "html"))
+        times, said = in_turns({"grade solutions": command([*GRADE, "solutions"], total),
+                                "grade solutions --html": command([*GRADE, "solutions", "--html", report], total)},
+                               repeat)
+        for name, seconds in times.items():
+            print(line(name, seconds, said[name]))
         print(f"the report: {report.stat().st_size / 1024:.0f} KiB; --html adds "
-              f"{statistics.median(with_html) - statistics.median(plain):.2f} s (difference of the medians)")
+              f"{statistics.median(times['grade solutions --html']) - statistics.median(times['grade solutions']):.2f} s "
+              "(difference of the medians)")
 
 
 @contextmanager
@@ -151,8 +147,11 @@ def main(argv=None):
     print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, cuda {'available' if torch.cuda.is_available() else 'not available'}"
           + (f", beside {args.busy} busy processes" if args.busy else ""))
-    with busy(args.busy):
-        (bench_nbgrader if args.nbgrader else bench_html if args.html else bench_grade)(args.repeat)
+    if args.nbgrader or args.html:
+        with busy(args.busy):
+            (bench_nbgrader if args.nbgrader else bench_html)(args.repeat)
+    else:
+        bench_grade(args.repeat, args.busy)
 
 
 if __name__ == "__main__":
