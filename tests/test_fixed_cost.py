@@ -90,3 +90,20 @@ def test_the_command_exit_runs_atexit_handlers_and_keeps_its_exit_status():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=KIT_ROOT, timeout=120)
     assert done.returncode == 2 and "no such file or directory" in done.stderr
     assert done.stdout.strip() == "atexit ran"
+
+
+def test_the_judges_compute_on_one_thread_and_the_callers_number_is_kept(monkeypatch):
+    """Beside busy processes, a judge on torch's default threads waited for a thread the machine held
+    off a core (0.27 s instead of 1 ms each, 3 s a grading)."""
+    from autograder.grading import grade as grading
+
+    seen, real = [], grading.judge
+    monkeypatch.setattr(grading, "judge", lambda *args: seen.append(torch.get_num_threads()) or real(*args))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        graded = grading.grade(KIT_ROOT / "solutions", stages={1})
+        assert all(r.passed for r in graded.results) and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
