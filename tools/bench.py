@@ -94,7 +94,7 @@ def bench_nbgrader(repeat):
         sys.exit("nbgrader is not installed beside this Python: pip install -e '.[nbgrader]'")
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     with tempfile.TemporaryDirectory() as tmp:
-        course = init_course(Path(tmp) / "course", log=lambda *_: None)
+        course, _ = init_course(Path(tmp) / "course", log=lambda *_: None)
         command([bin_dir / "nbgrader", "generate_assignment", ASSIGNMENT], cwd=course, env=env)()
         folder = hand_in(course / "release" / ASSIGNMENT, course / "submitted" / "alice" / ASSIGNMENT,
                          reference_code())

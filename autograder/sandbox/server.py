@@ -3,7 +3,8 @@ forks a fresh grading child per request (``forkserver.ForkServer`` is the grader
 
 It holds nothing a child may not see: it imports exactly what ``child.py`` imports before it
 confines itself (no judges, no golden data, no reference), it never runs student code, and it runs
-no CPU kernel and never touches CUDA, so every child starts from torch as a fresh import leaves it.
+no CPU kernel and never touches CUDA, so every child starts from torch as a fresh import leaves it,
+but for the compiler's wrappers told how to call what they wrap (``child.settle_dynamo_wrappers``).
 """
 from __future__ import annotations
 
