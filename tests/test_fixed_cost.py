@@ -107,3 +107,30 @@ def test_the_judges_compute_on_one_thread_and_the_callers_number_is_kept(monkeyp
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_notebooks_are_validated_without_the_iri_grammar_and_still_refused_when_invalid(tmp_path):
+    """nbformat's validator without jsonschema's IRI grammar (0.7 s of every grading of notebooks):
+    a valid notebook passes, an invalid one is still refused, and the grammar can be imported after."""
+    notebook = tmp_path / "stage1_simple.ipynb"
+    notebook.write_text('{"cells": [{"cell_type": "code", "source": "x = 1", "metadata": {}, "outputs": [], '
+                        '"execution_count": null}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    broken = tmp_path / "stage2_self_attention.ipynb"
+    broken.write_text('{"cells": [{"cell_type": "code", "source": 7}], "metadata": {}, "nbformat": 4, '
+                      '"nbformat_minor": 5}')
+    code = f"""
+import importlib.util, sys
+from pathlib import Path
+from autograder.intake import notebooks
+notebooks.read(Path({str(notebook)!r}))
+print("rfc3987_syntax" in sys.modules)
+try:
+    notebooks.read(Path({str(broken)!r}))
+except notebooks.NotebookError as exc:
+    print("refused:", exc)
+print(importlib.util.find_spec("rfc3987_syntax") is None or bool(__import__("rfc3987_syntax")))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=KIT_ROOT, timeout=120)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and lines[0] == "False" and lines[-1] == "True", done.stdout + done.stderr[-2000:]
+    assert lines[1].startswith("refused: stage2_self_attention.ipynb is not a valid notebook"), lines
