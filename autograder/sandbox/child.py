@@ -154,7 +154,8 @@ def main(job_path):
     watch = Watch()
     # torch.manual_seed also queues CUDA's seed for a later start, with the stack in words (0.5 ms
     # here, before each of 171 tasks): where no task runs on CUDA, the CPU's generator is all there is.
-    reseed = (lambda: torch.manual_seed(0)) if "cuda" in job.devices else (lambda: torch.default_generator.manual_seed(0))
+    reseed = ((lambda: torch.manual_seed(0)) if "cuda" in job.devices
+              else (lambda: torch.default_generator.manual_seed(0)))
 
     for index, task in job.tasks:
         (out / protocol.CURRENT).write_text(str(index))

@@ -40,7 +40,7 @@ FILE_LIMIT = 16 * 2**20  # any one file the child writes, its error output inclu
 EXTRA_PROCESSES = 32  # threads and processes beyond those the child has when it confines itself
 STRIKES = 2  # probes of one stage whose code crashed or hung before the grader stops calling it
 POLL_S = 0.02
-SETUP_POLL_S = 0.002
+SETUP_POLL_S = 0.002  # until the child stops to report its set-up, which it cannot leave alone
 AHEAD_S = 0.005  # of decoding results between two looks at the child
 # A verdict must not depend on load. A task's clock counts the time it ran or waited on itself, not
 # the time it sat runnable while the machine ran something else (its main thread's run-queue wait).
