@@ -430,23 +430,27 @@ class _Ahead:
     """The results of finished tasks, decoded while the child runs on (the grading process would only
     wait; decoding 150 results takes 0.08 s). Kept by the bytes read: what counts is still what the file
     holds once the child has ended, read and bounded as before (``load``), and a file rewritten since
-    is decoded again. Each file is read here once, and for at most ``AHEAD_S`` per look."""
+    is decoded again. Each file is read here once, in order, and for at most ``AHEAD_S`` per look."""
 
     def __init__(self, out, pending):
-        self.out, self.pending, self.read_before, self.decoded = out, pending, set(), {}
+        self.out, self.pending, self.next, self.decoded = out, pending, 0, {}
 
     def read(self, current):
-        upto = len(self.pending) if current == protocol.DONE else \
-            self.pending.index(current) if current in self.pending else 0  # a task's result is written before the next is named
+        """Decode the results of the tasks before ``current``: a task's result is written before the next
+        task is named (``protocol.DONE``: after the last)."""
+        if current == protocol.DONE:
+            finished = len(self.pending)
+        elif current in self.pending:
+            finished = self.pending.index(current)
+        else:
+            return
         stop = time.monotonic() + AHEAD_S
-        for i in self.pending[:upto]:
-            if time.monotonic() > stop:
-                return
-            if i not in self.read_before:
-                self.read_before.add(i)
-                data = workspace.read_result(protocol.result_file(self.out, i), workspace.RESULT_MAX_BYTES)
-                if isinstance(data, bytes):
-                    self.decoded[data] = load_result(data)
+        while self.next < finished and time.monotonic() <= stop:
+            data = workspace.read_result(protocol.result_file(self.out, self.pending[self.next]),
+                                         workspace.RESULT_MAX_BYTES)
+            self.next += 1
+            if isinstance(data, bytes):
+                self.decoded[data] = load_result(data)
 
     def load(self, data):
         return self.decoded[data] if isinstance(data, bytes) and data in self.decoded else load_result(data)
