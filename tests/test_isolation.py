@@ -201,6 +201,77 @@ def test_both_layers_and_the_filter_together(grounds):
     assert_confined(outcome["ok"], grounds["ws"], grounds["classmate"])
 
 
+def test_where_cuda_runs_the_child_may_name_its_own_threads_and_nothing_more(grounds):
+    """CUDA's driver reads /proc/sys/vm/mmap_min_addr and writes /proc/self/task/<id>/comm at its
+    start, and fails without them ("OS call failed", error 304; found on an H200): a child that runs
+    CUDA may read the one and write its own /proc folder, under its own root and Landlock alike; no
+    other kernel view becomes writable, and a child without CUDA writes none."""
+    needs(world.landlock_abi() > 0 and workspace.is_root() and workspace.children_own_root(),
+          "needs Landlock, root and mount namespaces")
+    ws = grounds["ws"]
+
+    def name_a_thread(cuda):
+        assert confine.namespaces()["mounts"]
+        assert world.own_proc()
+        allowed = World.of_child(workspace.site_paths(), ws / "submission", ws / "home", ws / "out",
+                                 [str(p) for p in workspace.secrets()], cuda=cuda)
+        world.own_root(allowed, ws / "control" / "stash")
+        world.landlock(allowed)
+        waiting = threading.Event()
+        thread = threading.Thread(target=waiting.wait)
+        thread.start()
+        outcome = {"written": allowed.views_written,
+                   "name a thread (libc)": native_open(f"/proc/self/task/{thread.native_id}/comm", os.O_WRONLY | os.O_TRUNC),
+                   "write cpuinfo (libc)": native_open("/proc/cpuinfo", os.O_WRONLY),
+                   "write /sys (libc)": native_open("/sys/kernel/mm/transparent_hugepage/enabled", os.O_WRONLY),
+                   "read mmap_min_addr": native_open("/proc/sys/vm/mmap_min_addr", os.O_RDONLY)}
+        waiting.set()
+        thread.join()
+        return outcome
+
+    cuda, cpu = in_child(name_a_thread, True), in_child(name_a_thread, False)
+    assert "ok" in cuda and "ok" in cpu, (cuda, cpu)
+    cuda, cpu = cuda["ok"], cpu["ok"]
+    assert len(cuda["written"]) == 1 and cpu["written"] == [], (cuda, cpu)
+    assert cuda["name a thread (libc)"] == "opened" and cuda["read mmap_min_addr"] == "opened", cuda
+    assert cpu["name a thread (libc)"].startswith("refused") and cpu["read mmap_min_addr"].startswith("refused"), cpu
+    for seen in (cuda, cpu):
+        assert seen["write cpuinfo (libc)"].startswith("refused") and not seen["write /sys (libc)"] == "opened", seen
+
+
+def test_an_asynchronous_cuda_error_ends_the_child_in_the_task_that_caused_it():
+    """A device-side assertion (an index out of range on CUDA) is reported at the next synchronisation
+    and poisons every later CUDA call: the child synchronises after each CUDA task and ends there, with
+    the error's first line last on stderr, so the grader charges that task (as the CPU's IndexError
+    would be) and runs the rest in a fresh child. Without an error it goes on."""
+    from autograder.sandbox import child
+
+    def synchronise_then(error):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sys.stderr = open(write, "w", closefd=False)  # the child's stderr is the grader's file
+                import torch
+
+                def synchronize():
+                    if error:
+                        raise RuntimeError(error)
+                torch.cuda.synchronize = synchronize
+                child._surface_cuda_errors()
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as f:
+            said = f.read().decode()
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), said
+
+    code, said = synchronise_then("CUDA error: device-side assert triggered\nCUDA kernel errors might be reported later")
+    assert code == 1 and said.strip().splitlines()[-1] == \
+        "CUDA error: device-side assert triggered (in this check's CUDA kernels)", said
+    assert synchronise_then(None) == (0, "")
+
+
 def test_the_world_leaves_out_the_kit_even_inside_the_runtime(tmp_path):
     """A kit installed into site-packages (pip install, not -e): the world keeps the rest of
     site-packages and leaves the kit's folder out."""
@@ -235,8 +306,12 @@ def test_the_reference_and_the_stubs_with_and_without_the_kernels_layers(root, m
 SAYS_ITS_PIDS = """
 
 def context_vector(inputs, weights):
-    import os
-    raise RuntimeError(f"pids seen: own {os.getpid()}, parent {os.getppid()}")
+    import os, threading
+    task = os.path.exists(f"/proc/self/task/{threading.get_native_id()}")
+    with open("/proc/self/status") as f:
+        nspid = next(line.split()[1:] for line in f if line.startswith("NSpid:"))
+    raise RuntimeError(f"pids seen: own {os.getpid()}, parent {os.getppid()}; own thread in /proc {task}; "
+                       f"pids in /proc's namespace {len(nspid)}")
 """
 
 
@@ -245,7 +320,8 @@ def test_the_child_is_in_a_pid_namespace_where_the_grader_has_no_pid(root, tmp_p
     """The fork server forks every child into a PID namespace of its own: the child's parent (the
     server) has no pid there, so it has nothing to aim a signal, prlimit or ptrace at; taken away (no
     namespaces, as an ordinary user: as root the grading user could not reach this Python then), the
-    child sees the server's pid."""
+    child sees the server's pid. Its /proc is the namespace's own (one pid in NSpid, its threads under
+    the ids it knows them by: CUDA's driver names its threads through /proc/self/task/<id>)."""
     needs(linux.libc.unshare is not None and os.path.exists("/proc/self/ns/pid"), "no PID namespaces here")
     sub = tmp_path / "pids"
     shutil.copytree(root / "solutions" / "attention_lab", sub / "attention_lab")
@@ -259,11 +335,13 @@ def test_the_child_is_in_a_pid_namespace_where_the_grader_has_no_pid(root, tmp_p
         monkeypatch.setattr(protocol, "KERNEL_LAYERS", layers)
         graded = grade(sub, stages={1})
         said = next(r.feedback for r in graded.results if r.id == "s1.context_vector")
-        own, parent = map(int, re.search(r"pids seen: own (\d+), parent (\d+)", said).groups())
-        seen["namespaces" in layers] = own, parent, graded.isolation["processes"]
-    own, parent, processes = seen[True]
+        own, parent, task, depth = re.search(r"pids seen: own (\d+), parent (\d+); own thread in /proc (\w+); "
+                                             r"pids in /proc's namespace (\d+)", said).groups()
+        seen["namespaces" in layers] = int(own), int(parent), graded.isolation["processes"], task, int(depth)
+    own, parent, processes, task, depth = seen[True]
     needs("its own PID namespace" in processes, f"the kernel refused a PID namespace here: {processes}")
     assert parent == 0 and own > 1, seen  # the namespace's init is pid 1, the server's, never the child
+    assert task == "True" and depth == 1, seen  # /proc mounted for the namespace, not the grader's
     if not as_root:
         assert seen[False][1] > 1 and "no PID namespace" in seen[False][2], seen
 

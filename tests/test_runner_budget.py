@@ -8,6 +8,7 @@ beside honest students, are in ``test_class_zoo.py``.
 """
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -383,6 +384,29 @@ def test_a_killed_gradings_tmpfs_is_reclaimed_by_the_next():
         assert mounted(alive.root)
     finally:
         alive.remove()
+
+
+def test_a_grading_starting_beside_never_reclaims_a_workspace_being_made(monkeypatch):
+    """Another grading's ``reclaim_stale`` may run at any moment of a workspace's making, the instant
+    before its lock is taken included (seen on a 16-core machine: eight gradings at once, one
+    workspace unmounted under its grading). Run it there: the workspace is kept."""
+    if not workspace.is_root():
+        pytest.skip("only root may mount a tmpfs for the workspace")
+    real_flock, beside = fcntl.flock, []
+
+    def reclaim_first(fd, how):
+        if not beside:
+            beside.append(True)
+            workspace.reclaim_stale()  # the other grading, in the window
+        return real_flock(fd, how)
+
+    monkeypatch.setattr(workspace.fcntl, "flock", reclaim_first)
+    ws = Workspace(open_submission(ROOT / "solutions"))
+    try:
+        assert beside and mounted(ws.root) and (ws.control / "lock").exists()
+        assert (ws.submission / "attention_lab" / "causal.py").exists()
+    finally:
+        ws.remove()
 
 
 def test_the_childs_home_is_a_tmpfs_of_its_own_in_its_root(tmp_path):

@@ -78,8 +78,12 @@ def main(argv=None):
 
     with tempfile.TemporaryDirectory() as scratch:
         try:
+            found = {}
             with ThreadPoolExecutor(args.jobs) as pool:
-                found = dict(pool.map(graded, list(submissions(Path(scratch)))))
+                for name, totals in pool.map(graded, list(submissions(Path(scratch)))):  # in order, as graded
+                    found[name] = totals
+                    print(f"{len(found):4} {name}: {totals['cpu']}/{totals['max']} on the CPU, "
+                          f"{totals['cuda']}/{totals['max']} on CUDA", flush=True)
         finally:
             for server in servers:
                 server.close()

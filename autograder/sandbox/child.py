@@ -101,6 +101,24 @@ def _warm_cuda():
     torch.manual_seed(0)
 
 
+def _surface_cuda_errors():
+    """End the child here if this task's CUDA kernels failed. CUDA runs them asynchronously, so an
+    index out of range (a device-side assertion, where the CPU raises IndexError) is reported at the
+    next synchronisation, which would otherwise come in a later task (its reseed, say) and charge that
+    one; and the error is sticky: every later CUDA call fails too. Ended in this task, it is this
+    task's (the grader blames the task in progress, with this last message), and the tasks after it
+    run in a fresh child, as on the CPU."""
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:  # torch.AcceleratorError (a RuntimeError): the context is lost
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        sys.stderr.write(f"\n{first} (in this check's CUDA kernels)\n")
+        sys.stderr.flush()
+        os._exit(1)
+
+
 def exact_float32():
     """float32 products in full float32 on CUDA, as on the CPU: with TF32 (10-bit mantissas) a correct
     layer on an Ampere or Hopper GPU misses the oracles' tolerance (rtol 1e-4) by an order of magnitude.
@@ -169,6 +187,8 @@ def main(job_path):
                 result = probes.attempt(lambda: lab.load(task.name) and {"ok": True})
             else:
                 result = probes.attempt(table[task.name].fn, lab, task.device)
+        if task.device == "cuda":
+            _surface_cuda_errors()
         # Checked after every task, before anything is saved: torch.save may have been patched too.
         subject = (f"attention_lab/{task.name}.py, while being imported," if task.kind == "import"
                    else "the submission")
@@ -192,6 +212,8 @@ def _enclose(job, layers) -> dict:
     held, for the report: ``root`` and ``landlock`` (its ABI, 0 for none), each with why not."""
     found = {}
     import_path = [p for p in sys.path if p != job.kit_parent]
+    if layers.get("mounts") and layers.get("pids"):  # before the world is listed: its /proc/self is named from it
+        found["proc"] = world.own_proc()
     allowed = world.World.of_child(import_path, job.submission, job.home, job.out, job.secrets, cuda="cuda" in job.devices)
     try:
         if not layers.get("mounts"):

@@ -115,8 +115,11 @@ class Workspace:
         try:
             self.control.mkdir()
             if self.disk == TMPFS:  # held while this grading lives: see reclaim_stale
-                self._lock = os.open(self.control / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                # Locked under another name, then named: a grading starting beside this one (its
+                # reclaim_stale) never finds the lock there and free, and unmounts a live workspace.
+                self._lock = os.open(self.control / "lock.new", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
                 fcntl.flock(self._lock, fcntl.LOCK_EX)
+                os.rename(self.control / "lock.new", self.control / "lock")
             package = self.submission / "attention_lab"
             _write_package(submission.files, submission.replaced, package)
             # Module files intake left out (a link, a FIFO), and no notebook replaced: every check of them says why.

@@ -40,7 +40,9 @@ CUDA_LIBRARIES = ("/usr/local/cuda*", "/usr/local/nvidia", "/etc/nvidia", "/usr/
 # Read-only. Of /proc, the child's own folder and what libraries read, never another process's: a
 # /proc/<pid>/root or /cwd leads into that process's world (the grader's).
 KERNEL_VIEWS = ("/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/sys")
-CUDA_VIEWS = ("/proc/driver/nvidia",)
+# CUDA's driver reads the lowest address a mapping may have at its start, and fails without it
+# ("OS call failed", error 304).
+CUDA_VIEWS = ("/proc/driver/nvidia", "/proc/sys/vm/mmap_min_addr")
 
 
 @dataclass
@@ -51,6 +53,9 @@ class World:
     devices: list[str]  # device files, read and written
     aliases: dict[str, str] = field(default_factory=dict)  # a name on the import path -> the real path it reaches
     home: str | None = None  # the one of ``write`` that is its home: a fresh tmpfs in a root of its own
+    # Of ``read``, those also written: its own /proc folder where CUDA runs, whose driver names its
+    # threads through /proc/self/task/<thread id>/comm at its start and fails where it cannot.
+    views_written: list[str] = field(default_factory=list)
 
     @classmethod
     def of_child(cls, import_path, submission, home, out, hidden, cuda=False) -> "World":
@@ -73,8 +78,9 @@ class World:
         devices = [p for p in DEVICES if os.path.exists(p)]
         if cuda:
             devices += [p for pattern in CUDA_DEVICES for p in glob.glob(pattern) if not os.path.isdir(p)]
+        written = [os.path.realpath("/proc/self")] if cuda else []
         return cls(read, os.path.realpath(submission), [os.path.realpath(home), os.path.realpath(out)], devices, aliases,
-                   os.path.realpath(home))
+                   os.path.realpath(home), written)
 
 
 def around(paths, hidden) -> list[str]:
@@ -146,6 +152,16 @@ def own_mount_namespace() -> bool:
     return libc.unshare(CLONE_NEWNS) == 0 and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
 
 
+def own_proc() -> bool:
+    """Mount a /proc of this process's PID namespace over the one it inherited, in a mount namespace
+    of its own (``confine.namespaces``): True when it did. The inherited /proc is the grader's, where
+    the child's pid and its threads' ids are not the ones it knows itself by, so /proc/self/task/<its
+    thread id> is missing or another's; CUDA's driver names its threads through that path at its
+    start and fails without it ("OS call failed", error 304). The fresh /proc shows the namespace
+    alone: the child (and its init, pid 1), never the grader or another child."""
+    return libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0
+
+
 def own_root(world: World, stash, uid=None, gid=None) -> None:
     """Make the calling process's root an empty tmpfs that holds ``world`` and nothing else, in a
     mount namespace it already has of its own (``confine.namespaces``). Raises ``NoRoot``.
@@ -161,8 +177,9 @@ def own_root(world: World, stash, uid=None, gid=None) -> None:
     new.mkdir(parents=True, exist_ok=True)
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
     read_only, no_code = MS_RDONLY, MS_NOEXEC | MS_NOSUID | MS_NODEV
-    binds = [(p, p, read_only) for p in world.read]
-    binds += [(target, name, read_only) for name, target in world.aliases.items()]
+    viewed = lambda source: no_code if source in world.views_written else read_only  # noqa: E731
+    binds = [(p, p, viewed(p)) for p in world.read]
+    binds += [(target, name, viewed(target)) for name, target in world.aliases.items()]
     binds += [(world.code, world.code, read_only | no_code)] + [(p, p, no_code) for p in world.write if p != world.home]
     binds += [(d, d, MS_NOEXEC | MS_NOSUID) for d in world.devices]
     places = _outermost([name for _, name, _ in binds])
@@ -274,6 +291,8 @@ def landlock(world: World) -> int:
             rules.allow_path(path, read if os.path.isdir(path) else read_files)
         for path in world.write:
             rules.allow_path(path, write)
+        for path in world.views_written:
+            rules.allow_path(path, read | write_files)
         for path in world.devices:
             rules.allow_path(path, device)
         rules.restrict(RestrictFlag.TSYNC)  # every thread, where the kernel can (ABI 8); best effort below

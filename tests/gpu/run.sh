@@ -4,7 +4,8 @@
 #
 #   bash tests/gpu/run.sh [OUT]          OUT: where the logs go (default: gpu-run/)
 #   WHEELS=DIR bash tests/gpu/run.sh     first install the test requirements from wheels in DIR
-#                                        (machines without a package index), next to that machine's torch
+#                                        (machines without a package index) into the environment of that
+#                                        machine's torch, and the kit (pip install -e .)
 #
 # It runs, in order, each step's output in OUT and whatever fails:
 #   1. the whole suite, with CUDA required (a test that would skip for want of CUDA fails instead);
@@ -20,9 +21,12 @@ out=${1:-gpu-run}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 if [ -n "${WHEELS:-}" ]; then
-    site=$(mktemp -d)
-    "$py" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$WHEELS"/*.whl || exit 2
-    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PATH="$site/bin:$PATH"  # nbgrader's and alembic's commands
+    # Into the interpreter's own environment, beside its torch, and the kit itself as the README's setup
+    # installs it. Not a --target folder on PYTHONPATH: graded code gets the runtime's own folders only
+    # (workspace.site_paths), so bindings found through PYTHONPATH (landlockpy, pyseccomp) are missing in
+    # the child, whose isolation line then says "no Landlock" (seen on an H200, 2026-11-26).
+    "$py" -m pip install -q --no-index --no-deps --no-compile "$WHEELS"/*.whl || exit 2
+    "$py" -m pip install -q --no-index --no-deps --no-build-isolation -e . || exit 2
 fi
 "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else "no CUDA device here")' || exit 2
 "$py" -c 'import torch; print("torch", torch.__version__, "on", torch.cuda.get_device_name())' | tee "$out/device.txt"
