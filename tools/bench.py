@@ -119,14 +119,16 @@ def bench_html(repeat):
 
 
 @contextmanager
-def busy(count, cpus=None):
+def busy(count, cpus=None, sessions=False):
     """``count`` processes that spin on the CPU (pinned to ``cpus`` when given) for at most 10
-    minutes each, stopped when the block ends."""
+    minutes each, stopped when the block ends. ``sessions``: each in a session of its own, as another
+    user's programs would be: where the scheduler shares a CPU between sessions first (autogroups),
+    spinners of one session take one share together, however many they are."""
     spin = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass\n"
     procs = []
     try:
         for _ in range(count):
-            procs.append(subprocess.Popen([sys.executable, "-c", spin],
+            procs.append(subprocess.Popen([sys.executable, "-c", spin], start_new_session=sessions,
                                           preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None))
         time.sleep(0.3)
         yield
