@@ -21,7 +21,7 @@ def main(argv=None):
     g = sub.add_parser("grade", help="grade a folder that holds attention_lab/, or the course's notebooks")
     g.add_argument("submission", help="a folder holding attention_lab/ (a copy of assignments/ with edits), "
                    "a notebook of the nbgrader course, or a folder of them (their module cells are graded)")
-    g.add_argument("--json", metavar="FILE", help="also write Gradescope's results.json schema to FILE")
+    g.add_argument("--json", metavar="FILE", help="also write to FILE the results.json Gradescope's runner writes")
     g.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report, with pictures of the "
                    "submission's own attention, to FILE")
     g.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
@@ -171,8 +171,10 @@ def _grade(args):
 
             gc.freeze()  # torch and the grader live as long as this process: no collection need walk them
 
+            # A report shows every probe's pictures; results.json, as Gradescope's, those of failed checks.
+            pictures = "all" if args.html else "failed" if args.json else None
             graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course,
-                           pictures="all" if args.html else None, server=server)
+                           pictures=pictures, server=server)
     except SubmissionError as exc:
         print(f"attention-lab: {printable(exc)}", file=sys.stderr)
         return 2
@@ -189,7 +191,9 @@ def _grade(args):
 
     print(isolation_line(graded.isolation), file=sys.stderr)
     if args.json:
-        write_json(graded.gradescope(leaderboard=args.course.leaderboard), args.json)
+        from .delivery.gradescope import results_json
+
+        write_json(results_json(graded, args.course), args.json)
         print(f"wrote {args.json}", file=sys.stderr)
     if args.html:
         from .delivery.html_report import render

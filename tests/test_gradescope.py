@@ -225,3 +225,30 @@ def test_a_failed_checks_picture_is_inline_html_in_its_output(exported, tmp_path
     passed = by_id["s1.scores_loop"]
     assert passed["status"] == "passed" and "output_format" not in passed
     assert not [t for t in results["tests"] if "pictures" in t.get("extra_data", {})]  # moved into the output
+
+
+def test_grade_json_is_the_runners_results_json(exported, tmp_path, root):
+    """One serialiser: ``attention-lab grade --json`` writes what Gradescope's runner writes for the same
+    submission and course, a failed check's pictures inline in its output, so that an instructor's trial
+    run shows what students will see. Only the run's time differs (and the grading user's number, where
+    another grading beside held the first)."""
+    import re
+
+    from autograder.cli import main
+    from tools.zoo import assemble, read_entry
+
+    entry = root / "tests" / "zoo" / "wrong" / "mask_polarity_inverted.py"
+    leaky = assemble(entry, read_entry(entry), tmp_path / "leaky")
+    proc, runner = autograde(exported, tmp_path, lambda sub: shutil.copytree(leaky / "attention_lab", sub / "attention_lab"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = tmp_path / "grade.json"
+    assert main(["grade", str(leaky), *[a for n in STAGES for a in ("--stage", str(n))], "--json", str(out)]) == 0
+    ours = json.loads(out.read_text())
+    assert any(t.get("output_format") == "html" for t in ours["tests"])  # pictures too, not plain text alone
+
+    def compared(data):
+        data = {k: v for k, v in data.items() if k != "execution_time"}
+        return json.loads(re.sub(r"uid \d+", "uid N", json.dumps(data)))
+
+    assert compared(ours) == compared(runner)
+

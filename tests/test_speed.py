@@ -53,7 +53,9 @@ def test_the_rounds_stop_once_settled_and_run_on_while_undecided():
     same = speed.race(timed_layer(0))
     assert len(same["student_s"]) < speed.ROUNDS and speed.settled(same)
     assert speed.verdict(same)[0]
-    slow = speed.race(timed_layer(2))  # about 3 times the kit's time: settled as slow, not raced again
+    # About 5 times the kit's time: settled as slow, and far from a near miss (below AGAIN_BELOW, 2.4),
+    # so not raced again; at 3 times, a busy machine's noise once made it one.
+    slow = speed.race(timed_layer(4))
     assert len(slow["student_s"]) < speed.ROUNDS and slow["races"] == 1 and not speed.verdict(slow)[0]
 
 

@@ -136,6 +136,13 @@ def results_for(submission):
     print(render_table(graded.results, graded.seconds))  # for the staff: stdout stays hidden from students
     for check_id, device, trace in graded.grader_errors:
         print(f"attention-lab: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
+    return results_json(graded, config)
+
+
+def results_json(graded, config) -> dict:
+    """The results.json of a grading, the one serialiser of it: Gradescope's runner writes it, and so
+    does ``attention-lab grade --json``, so that an instructor's trial run shows what students will see
+    (a failed check's pictures inline in its output)."""
     return pictures_inline(graded.gradescope(leaderboard=config.leaderboard))
 
 
