@@ -9,9 +9,21 @@ import gc
 import os
 import sys
 import threading
+from enum import IntEnum
 from pathlib import Path
 
 from .curriculum import STAGES
+
+
+class Exit(IntEnum):
+    """The command's exit statuses, for scripts and CI (docs/instructors/grade.md). ``FAILED``: not done
+    as asked, through no fault of the input (the grader failed, the isolation asked for is missing,
+    grading needs Linux, or ``build --check`` found files out of date)."""
+    OK = 0
+    FAILED = 1
+    USAGE = 2  # what it was given cannot be used: options, a course configuration, a submission
+    GRADER_ERRORS = 3  # graded, but some checks hit the grader's own bug: they need a fixed kit and a regrade
+    INTERRUPTED = 130  # Ctrl-C; what was graded is kept
 
 
 def main(argv=None):
@@ -95,7 +107,7 @@ def main(argv=None):
         print(f"attention-lab: grading needs Linux, and this is {sys.platform}: the graded code runs in a process "
               "confined with Linux's prctl, namespaces and /proc. Grade in a Linux container or WSL 2; the "
               "students' self-checks (pytest) run anywhere.", file=sys.stderr)
-        return 1
+        return Exit.FAILED
     if getattr(args, "config", None) is not None or args.command in CONFIGURED:
         from .errors import UsageError
         from .grading.config import load_config
@@ -104,7 +116,7 @@ def main(argv=None):
             args.course = load_config(args.config, folder=getattr(args, "course_dir", None))
         except UsageError as exc:
             print(f"attention-lab: {exc}", file=sys.stderr)
-            return 2
+            return Exit.USAGE
         if getattr(args, "require_isolation", False):
             args.course = dataclasses.replace(args.course, require_isolation=True)
         if getattr(args, "threads", None):
@@ -116,7 +128,7 @@ def main(argv=None):
                 require_isolation()
             except IsolationRequired as exc:
                 print(f"attention-lab: {exc}", file=sys.stderr)
-                return 1
+                return Exit.FAILED
         print(args.course.describe(verbose=getattr(args, "verbose", False)), file=sys.stderr)
         for warning in args.course.warnings:
             print(f"attention-lab: warning: {warning}", file=sys.stderr)
@@ -155,7 +167,7 @@ def _grade(args):
     for option, path in (("--json", args.json), ("--html", args.html)):
         if path and Path(path).is_dir():  # before grading: nothing is written when a path is unusable
             print(f"attention-lab: {option} {path} is a folder; name the file to write", file=sys.stderr)
-            return 2
+            return Exit.USAGE
     from .delivery.report import printable  # no torch: before the fork server starts
     from .errors import GradingError, SubmissionError
     from .sandbox.forkserver import ForkServer
@@ -177,10 +189,10 @@ def _grade(args):
                            pictures=pictures, server=server)
     except SubmissionError as exc:
         print(f"attention-lab: {printable(exc)}", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     except GradingError as exc:
         print(f"attention-lab: grading failed, not the submission's fault: {printable(exc)}", file=sys.stderr)
-        return 1
+        return Exit.FAILED
     results, seconds = graded.results, graded.seconds
     if any(o.endswith(".ipynb") for o in graded.origins.values()):
         print("code: " + "; ".join(f"{m}.py from {printable(o)}" for m, o in graded.origins.items()), file=sys.stderr)
@@ -204,8 +216,6 @@ def _grade(args):
     return report_grader_errors(graded.grader_errors)
 
 
-GRADER_ERRORS = 3  # graded, but some checks hit the grader's own bug: they need a fixed kit and a regrade
-
 
 def report_grader_errors(errors):
     """Tracebacks of the judges that failed, for the instructor (stderr, never a student's feedback);
@@ -216,7 +226,7 @@ def report_grader_errors(errors):
     if errors:
         print(f"attention-lab: {len(errors)} grader error(s); those checks count 0 for now and are marked for "
               "regrading (please report the traceback above)", file=sys.stderr)
-    return GRADER_ERRORS if errors else 0
+    return Exit.GRADER_ERRORS if errors else Exit.OK
 
 
 def _grade_all(args):
@@ -225,23 +235,23 @@ def _grade_all(args):
 
     if args.jobs is not None and args.jobs < 1:
         print("attention-lab: --jobs must be at least 1", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     try:
         failed = grade_all(args.submissions, args.out, json_dir=args.json_dir, jobs=args.jobs, stages=args.stage,
                            timeout_s=args.timeout, keep_records=args.keep_records, config=args.course)
     except UsageError as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     except KeyboardInterrupt:
         print("\nattention-lab: interrupted; what was graded is saved: run the same command again to finish",
               file=sys.stderr)
-        return 130
+        return Exit.INTERRUPTED
     if failed:
         print(f"attention-lab: the grader failed on {failed} submission(s), in whole or in some checks (see the "
               "problem column); run the same command again to grade them again (after a fix of the kit, add "
               "--keep-records to grade only those)", file=sys.stderr)
-        return 1
-    return 0
+        return Exit.FAILED
+    return Exit.OK
 
 
 def _build(args):
@@ -255,12 +265,12 @@ def _build(args):
                 print(p)
             print("in sync with solutions/" if not problems else f"{len(problems)} file(s) out of date: "
                   "run `attention-lab build`")
-            return 1 if problems else 0
+            return Exit.FAILED if problems else Exit.OK
         build(golden=not args.no_golden)
     except BuildError as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        return Exit.USAGE
+    return Exit.OK
 
 
 def _nbgrader(args):
@@ -278,33 +288,33 @@ def _nbgrader(args):
             say(f"course ready in {course}" + (" (nothing changed)" if not any(
                 files for change, files in changes.items() if change != "unchanged") else "")
                 + f"; next: cd {course} && nbgrader generate_assignment {assignment}")
-            return 0
+            return Exit.OK
         from .delivery.nbgrader.importer import import_grades
 
         failed, out = import_grades(args.course_dir, assignment, args.course, jobs=args.jobs, timeout_s=args.timeout)
     except (BuildError, UsageError) as exc:
         say(f"attention-lab: {exc}")
-        return 2
+        return Exit.USAGE
     except GradingError as exc:
         say(f"attention-lab: {exc}")
-        return 1
+        return Exit.FAILED
     except KeyboardInterrupt:
         say("\nattention-lab: interrupted; what was graded is saved: run the same command again to finish")
-        return 130
+        return Exit.INTERRUPTED
     say(f"imported: formgrader, `nbgrader generate_feedback {assignment}` and `nbgrader export` now show the "
         f"isolated grader's grades; points per stage: {out}")
     if failed:
         say(f"attention-lab: the grader failed on {failed} submission(s), in whole or in some checks; run the same "
             "command again to grade them again")
-        return 1
-    return 0
+        return Exit.FAILED
+    return Exit.OK
 
 
 def _config(args):
     from .grading.config import effective_table
 
     print(effective_table(args.course))
-    return 0
+    return Exit.OK
 
 
 def _export(args):
@@ -315,7 +325,7 @@ def _export(args):
                 "moss": _export_moss}[args.target](args)
     except (OSError, ValueError, BuildError, UsageError) as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
-        return 2
+        return Exit.USAGE
 
 
 def _export_gradescope(args):
@@ -334,7 +344,7 @@ def _export_gradescope(args):
     print(f"it grades stage(s) {', '.join(map(str, config.stages))}{given}: {config.max_points()} points, hidden "
           f"checks shown {config.hidden}, leaderboard {board}; upload it as the autograder of a Gradescope "
           "programming assignment (base image: Ubuntu 22.04 or later)", file=sys.stderr)
-    return 0
+    return Exit.OK
 
 
 def _export_classroom(args):
@@ -346,7 +356,7 @@ def _export_classroom(args):
           f"{', '.join(map(str, args.course.stages))}, {len(steps)} graded self-checks worth "
           f"{sum(p for _, p in steps.values())} points; push it to a repository, mark it a template, and "
           "create the assignment from it", file=sys.stderr)
-    return 0
+    return Exit.OK
 
 
 def _export_moss(args):
@@ -354,7 +364,7 @@ def _export_moss(args):
     from .delivery.report import printable
 
     export(args.submissions, args.out, args.course.stages, log=lambda text: print(printable(text), file=sys.stderr))
-    return 0
+    return Exit.OK
 
 
 def console(argv=None):

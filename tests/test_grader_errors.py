@@ -49,7 +49,7 @@ def test_a_judge_bug_is_the_graders_error_of_that_check_alone(monkeypatch, root)
 def test_grade_writes_every_check_says_so_and_exits_with_its_own_status(monkeypatch, root, tmp_path, capsys):
     break_judge(monkeypatch)
     out = tmp_path / "results.json"
-    assert cli.main(["grade", str(root / "solutions"), "--stage", "1", "--json", str(out)]) == cli.GRADER_ERRORS
+    assert cli.main(["grade", str(root / "solutions"), "--stage", "1", "--json", str(out)]) == cli.Exit.GRADER_ERRORS
     said = capsys.readouterr()
     assert "ZeroDivisionError" in said.err and "grader error in s1.scores on cpu" in said.err
     assert "ERR " in said.out and "The grader failed on 1 check(s)" in said.out
