@@ -216,7 +216,6 @@ def _grade(args):
     return report_grader_errors(graded.grader_errors)
 
 
-
 def report_grader_errors(errors):
     """Tracebacks of the judges that failed, for the instructor (stderr, never a student's feedback);
     the exit status that says something needs attention."""

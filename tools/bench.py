@@ -48,9 +48,11 @@ def in_turns(runs, repeat):
     return times, {name: " | ".join(dict.fromkeys(said)) for name, said in outcomes.items()}
 
 
-def line(name, times, outcome):
-    return (f"{name:<28} {outcome:>8}  median {statistics.median(times):6.2f} s  "
-            f"(min {min(times):.2f}, max {max(times):.2f}, {len(times)} runs)")
+def show(times, said, note=lambda name, seconds: ""):
+    """A line per command: what it gave, the median and range of its times, and ``note``'s words."""
+    for name, seconds in times.items():
+        print(f"{name:<28} {said[name]:>8}  median {statistics.median(seconds):6.2f} s  "
+              f"(min {min(seconds):.2f}, max {max(seconds):.2f}, {len(seconds)} runs)" + note(name, seconds))
 
 
 def total(out):  # "Total 300/300 points, ..."
@@ -74,15 +76,13 @@ def bench_grade(repeat, busy_count=0):
     many busy processes, each grading's slowest busy run also given as a multiple of its quiet median."""
     quiet, said = in_turns(gradings(), repeat)
     floor = statistics.median(quiet[FLOOR])
-    for name, seconds in quiet.items():
-        print(line(name, seconds, said[name]) + f"  {statistics.median(seconds) / floor:4.2f}x import torch")
+    show(quiet, said, lambda name, seconds: f"  {statistics.median(seconds) / floor:4.2f}x import torch")
     if busy_count:
         with busy(busy_count):
             loaded, said = in_turns(gradings(), repeat)
         print(f"beside {busy_count} busy processes:")
-        for name, seconds in loaded.items():
-            print(line(name, seconds, said[name]) + f"  slowest {max(seconds) / statistics.median(quiet[name]):4.2f}x "
-                  "its quiet median")
+        show(loaded, said, lambda name, seconds: f"  slowest {max(seconds) / statistics.median(quiet[name]):4.2f}x "
+             "its quiet median")
 
 
 def bench_nbgrader(repeat):
@@ -102,8 +102,7 @@ def bench_nbgrader(repeat):
             "nbgrader autograde": command([bin_dir / "nbgrader", "autograde", ASSIGNMENT, "--create", "--force",
                                            "--student", "alice"], lambda _: "graded", cwd=course, env=env),
             "attention-lab grade": command([*GRADE, folder], total, cwd=course, env=env)}, repeat)
-        for name, seconds in times.items():
-            print(line(name, seconds, said[name]))
+        show(times, said)
 
 
 def bench_html(repeat):
@@ -112,8 +111,7 @@ def bench_html(repeat):
         times, said = in_turns({"grade solutions": command([*GRADE, "solutions"], total),
                                 "grade solutions --html": command([*GRADE, "solutions", "--html", report], total)},
                                repeat)
-        for name, seconds in times.items():
-            print(line(name, seconds, said[name]))
+        show(times, said)
         adds = statistics.median(times["grade solutions --html"]) - statistics.median(times["grade solutions"])
         print(f"the report: {report.stat().st_size / 1024:.0f} KiB; --html adds {adds:.2f} s (difference of the medians)")
 
