@@ -440,6 +440,11 @@ def test_graded_as_an_ordinary_user(root, tmp_path):
             folder = assemble(path, entry, shared / stem / "sub")
             plant({**entry, "PLANT": {k: v for k, v in entry["PLANT"].items() if not k.startswith("@HOME@")}}, folder)
             cases.append((stem, str(folder)))
+        pids = shared / "says_its_pids"  # a /proc of the child's own PID namespace, for an ordinary user too
+        shutil.copytree(root / "solutions" / "attention_lab", pids / "attention_lab")
+        simple = pids / "attention_lab" / "simple.py"
+        simple.write_text(simple.read_text() + SAYS_ITS_PIDS)
+        cases.append(("says_its_pids", str(pids)))
         script = shared / "grade.py"
         script.write_text(ORDINARY_SCRIPT)
         for spot in shared.rglob("*"):  # what the ordinary user may read, as on a shared course machine
@@ -462,6 +467,10 @@ def test_graded_as_an_ordinary_user(root, tmp_path):
         report = json.loads(done.stdout.strip().splitlines()[-1])
         assert report["uid"] == ORDINARY_UID
         assert report["reference"] == report["full"], report
+        said = report["cases"].pop("says_its_pids")["context_vector"]
+        parent, task, depth = re.search(r"pids seen: own \d+, parent (\d+); own thread in /proc (\w+); "
+                                        r"pids in /proc's namespace (\d+)", said).groups()
+        assert (parent, task, depth) == ("0", "True", "1"), said  # CUDA's driver needs that /proc
         for stem, seen in report["cases"].items():
             assert not seen["leaked"], (stem, seen)
             assert seen["lost"], (stem, seen)
@@ -511,6 +520,7 @@ for stem, folder in cases:
         "leaked": [r.id for r in graded.results if "LEAKED" in r.feedback] + [n for n in graded.notes if "LEAKED" in n],
         "lost": [r.id for r in graded.results if not r.passed],
         "isolation": graded.isolation["files"],
+        "context_vector": next(r.feedback for r in graded.results if r.id == "s1.context_vector"),
     }
 report["reference"] = sum(r.points for r in grade(os.path.join(sys.argv[2], "solutions")).results)
 report["full"] = CourseConfig().max_points()

@@ -210,8 +210,6 @@ def _enclose(job, layers) -> dict:
     held, for the report: ``root`` and ``landlock`` (its ABI, 0 for none), each with why not."""
     found = {}
     import_path = [p for p in sys.path if p != job.kit_parent]
-    if layers.get("mounts") and layers.get("pids"):  # before the world is listed: its /proc/self is named from it
-        world.own_proc()  # where the kernel refuses, the grader's /proc stays (and CUDA cannot start there)
     allowed = world.World.of_child(import_path, job.submission, job.home, job.out, job.secrets, cuda="cuda" in job.devices)
     try:
         if not layers.get("mounts"):

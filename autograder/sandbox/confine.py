@@ -32,7 +32,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .linux import CLONE_NEWIPC, CLONE_NEWNET, libc, no_new_privileges, own_user_namespace
-from .world import own_mount_namespace
+from .world import own_mount_namespace, own_proc
 
 # ---------------------------------------------------------------- 1. limits
 
@@ -82,15 +82,24 @@ def namespaces() -> dict:
     (``server._pid_namespace``), and this says whether we are in one. Root can do it directly;
     another user first needs a user namespace, mapped to itself (which must happen while the process has
     one thread). The network namespace has only a loopback, down; the mount namespace is where
-    ``world.own_root`` builds the child's root; the IPC namespace holds no SysV object or POSIX message
+    ``world.own_root`` builds the child's root, over a /proc of its PID namespace (``world.own_proc``); the IPC namespace holds no SysV object or POSIX message
     queue of anyone else's, and what the child makes there goes with it. Containers that forbid
     namespaces (Docker's default) leave Landlock, the syscall filter and the audit hook."""
-    pids = {"pids": in_own_pid_namespace()}
-    if os.getuid() != 0 and not own_user_namespace():
-        return {"network": False, "mounts": False, "ipc": False, **pids}
+    pids = in_own_pid_namespace()
+    proc = False
+    if os.getuid() != 0:
+        # The fork server's user namespace owns the PID namespace, and this child still holds the
+        # server's capabilities there: the one place where the kernel lets it mount that namespace's
+        # /proc. So first a mount namespace there, with that /proc; the child's own user namespace,
+        # next, copies it, and grants nothing over the server's.
+        proc = pids and own_mount_namespace() and own_proc()
+        if not own_user_namespace():
+            return {"network": False, "mounts": False, "ipc": False, "pids": pids}
     mounts = own_mount_namespace()
+    if mounts and pids and not proc:  # root: its mount namespace is where it may
+        own_proc()
     return {"network": libc.unshare(CLONE_NEWNET) == 0, "mounts": mounts, "ipc": libc.unshare(CLONE_NEWIPC) == 0,
-            **pids}
+            "pids": pids}
 
 
 def in_own_pid_namespace() -> bool:
