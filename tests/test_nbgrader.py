@@ -9,9 +9,13 @@ each test compares one part of that with ``attention-lab grade`` on the same sub
 - bob: the release, untouched;
 - carol: partly right: stage 1 right, a seed's bug in stage 2 (``x @ self.W_key``), stage 3 without
   the 1/sqrt(d_k) scaling and noisy (warnings on, a warning per call, a line on stderr at import),
-  stages 4 and 5 untouched;
+  stages 4 and 5 untouched, and no notebook after stage 5 handed in;
 - mallory: untouched code plus one cell that makes every later cell that calls the grader do
-  nothing, the kind of attack a kernel-side grader cannot stop (see docs/instructors/nbgrader.md).
+  nothing, the kind of attack a kernel-side grader cannot stop (see docs/instructors/nbgrader.md);
+  she hands in stage 1's notebook alone.
+
+A notebook not handed in is worth 0 to nbgrader and to the kit alike (and costs no kernel: each
+notebook autograded is a kernel, torch and a grading, about 5 s).
 
 A copy of the course, made before autograde, is graded by ``attention-lab nbgrader import``
 instead, with one more student:
@@ -89,10 +93,12 @@ def zoo(name):
     return (ROOT / "tests" / "zoo" / "wrong" / f"{name}.py").read_text()
 
 
-def submit(course, student, modules, extra_cells=()):
+def submit(course, student, modules, extra_cells=(), stages=tuple(STAGES)):
     """The student's copy of the release with ``modules`` typed in and saved, plus ``extra_cells``
-    (notebook -> sources) right after the module cell."""
+    (notebook -> sources) right after the module cell; of the notebooks, those of ``stages`` handed in."""
     folder = hand_in(course / "release" / ASSIGNMENT, course / "submitted" / student / ASSIGNMENT, modules)
+    for n in set(STAGES) - set(stages):
+        (folder / f"{notebook_name(STAGES[n])}.ipynb").unlink()
     for stem, sources in dict(extra_cells).items():
         path = folder / f"{stem}.ipynb"
         notebook = json.loads(path.read_text())
@@ -116,8 +122,8 @@ def course(tmp_path_factory):
         "simple": ref["simple"],
         "self_attention": ref["self_attention"] + "\n\n" + zoo("v2_matmul_linear"),
         "causal": ref["causal"] + "\n\n" + zoo("causal_no_scaling") + NOISY,
-    }, extra_cells={"stage3_causal": [WARNINGS_ON]})
-    submit(course, "mallory", {}, extra_cells={"stage1_simple": [BLANK_GRADER_CELLS]})
+    }, extra_cells={"stage3_causal": [WARNINGS_ON]}, stages=range(1, 6))
+    submit(course, "mallory", {}, extra_cells={"stage1_simple": [BLANK_GRADER_CELLS]}, stages=[1])
     shutil.copytree(course, course.with_name("imported"))
     autograde = run(course, BIN / "nbgrader", "autograde", ASSIGNMENT, "--create")
     run(course, BIN / "nbgrader", "generate_feedback", ASSIGNMENT)
@@ -214,6 +220,7 @@ def test_autograde_gives_the_same_points_per_stage_as_attention_lab_grade(course
     assert book["bob"] == {n: 0 for n in STAGES}
     carol = book["carol"]
     assert carol[1] == max_points(1) and carol[4] == carol[5] == 0
+    assert all(carol[n] == 0 for n in STAGES if n > 5), carol  # the notebooks she did not hand in
     for n in (2, 3):
         assert 0 < carol[n] < max_points(n), f"carol's stage {n} should be partly right: {carol}"
 
