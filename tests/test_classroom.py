@@ -125,8 +125,9 @@ def test_export_writes_a_template_for_a_course_configuration(tmp_path, monkeypat
 def node_outcomes(root, graders, tmp_path_factory):
     """{(code, node id): outcome} of every grader step's test, in a copy of assignments/ whose
     attention_lab/ holds the reference as handed in ("reference"), the stubs, or the reference with
-    one wrong function in stage 3 ("partly"). A stage's file runs once with its outcomes listed
-    (-rA): the same tests the steps run one by one, in far less time."""
+    one wrong function in stage 3 ("partly"). Each copy's stage files run in one pytest with their
+    outcomes listed (-rA): the same tests the steps run one by one, each in a process of its own, in
+    far less time (each of those processes is mostly importing torch)."""
     ref = reference_code(root)
     wrong = {"reference": {}, "stubs": None,
              "partly": {"causal": ref["causal"] + "\n\n" + (root / "tests/zoo/wrong/fill_with_zero.py").read_text()}}
@@ -139,17 +140,13 @@ def node_outcomes(root, graders, tmp_path_factory):
             (copy / "attention_lab" / f"{module}.py").write_text(source)
     files = sorted({shlex.split(s["with"]["command"])[-1].split("::")[0] for s in graders})
 
-    def run(code, file):
-        _, output = PytestRun("-q", "-rA", file, cwd=copies[code]).result()
-        return {f"{file}::{name}": Outcome(outcome, output) for outcome, name in
-                re.findall(rf"^(PASSED|FAILED|ERROR) {re.escape(file)}::(\w+)", output, flags=re.M)}
+    def run(code):
+        _, output = PytestRun("-q", "-rA", *files, cwd=copies[code]).result()
+        return {(code, node): Outcome(outcome, output) for outcome, node in
+                re.findall(r"^(PASSED|FAILED|ERROR) (\S+::\w+)", output, flags=re.M) if node.split("::")[0] in files}
 
-    with ThreadPoolExecutor(2) as pool:  # each run is mostly importing torch
-        found = {}
-        for code, outcomes in zip([c for c in copies for _ in files],
-                                  pool.map(lambda job: run(*job), [(c, f) for c in copies for f in files])):
-            found.update({(code, node): outcome for node, outcome in outcomes.items()})
-        return found
+    with ThreadPoolExecutor(2) as pool:
+        return {key: outcome for outcomes in pool.map(run, copies) for key, outcome in outcomes.items()}
 
 
 class Outcome(str):
