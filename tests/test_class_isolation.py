@@ -67,8 +67,8 @@ ATTACKS = {  # name -> (the attack, the layers that alone stop it here: taken aw
 
 def simple_with(attack: str) -> str:
     reference = (ROOT / "solutions" / "attention_lab" / "simple.py").read_text()
-    return reference + f"\n\n_right_context_vector = context_vector\n\n\ndef context_vector(inputs, weights):\n{attack}" \
-                       "\n    return _right_context_vector(inputs, weights)\n"
+    return (reference + "\n\n_right_context_vector = context_vector\n\n\n"
+            f"def context_vector(inputs, weights):\n{attack}\n    return _right_context_vector(inputs, weights)\n")
 
 
 def honest_class(folder: Path) -> Path:

@@ -196,13 +196,15 @@ CASES = {
     "nested_stray_notebook": (lambda c: (reference(c / "nest") / "scratch.ipynb").write_text(
         '{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}"), 11, None),
     "numbers_as_source": (lambda c: (c / "num").mkdir() or notebook(
-        c / "num" / f"{notebook_name(STAGES[1])}.ipynb", [code_cell([1, 2, 3])]), None, "not a valid notebook: cells[0].source"),
+        c / "num" / f"{notebook_name(STAGES[1])}.ipynb", [code_cell([1, 2, 3])]), None,
+                          "not a valid notebook: cells[0].source"),
     "lone_surrogate": (lambda c: (c / "sur").mkdir() or (c / "sur" / f"{notebook_name(STAGES[1])}.ipynb").write_text(
         json.dumps({"cells": [code_cell(module_cell("simple", "x = '\\ud800'\n"))], "metadata": {}, "nbformat": 4,
                     "nbformat_minor": 5}).replace("\\\\ud800", "\\ud800")), None, "not valid Unicode"),
     "long_zip_member": (lambda c: zipped(c / "zip1.zip", {"attention_lab/" + "a" * 300 + ".py": "x"}), None,
                         "part longer than 255 bytes"),
-    "zip_file_where_folder": (lambda c: zipped(c / "zip2.zip", {"attention_lab": "x", "attention_lab/simple.py": SIMPLE}),
+    "zip_file_where_folder": (lambda c: zipped(c / "zip2.zip",
+                                               {"attention_lab": "x", "attention_lab/simple.py": SIMPLE}),
                               None, "cannot be unpacked"),
     # Graded before ann and bob (names sort first): what the child leaves must not reach them.
     "forges_later_results": (lambda c: hostile_simple(c / "abe", FORGES_LATER_RESULTS), 10,
@@ -339,7 +341,8 @@ def test_the_moss_export_writes_only_what_intake_read(tmp_path):
     assert set(skipped) == {"sur"} and "not valid Unicode" in skipped["sur"], skipped
     assert (out / "submissions" / "ann" / "causal.py").read_text() == (bob.parent.parent / "ann" / "attention_lab"
                                                                       / "causal.py").read_text()
-    assert (out / "submissions" / "bob" / "simple.py").exists() and not (out / "submissions" / "bob" / "causal.py").exists()
+    bob = out / "submissions" / "bob"
+    assert (bob / "simple.py").exists() and not (bob / "causal.py").exists()
     assert not [p for p in out.rglob("*") if p.is_file() and "LEAKED" in p.read_text(errors="replace")]
     assert len(said) == 1 and "sur" in said[0]
 
@@ -370,6 +373,7 @@ def test_the_report_of_a_huge_softmax_stays_small(tmp_path):
     report, results = tmp_path / "report.html", tmp_path / "results.json"
     assert main(["grade", str(tmp_path / "sam"), "--stage", "3", "--html", str(report), "--json", str(results)]) == 0
     assert report.stat().st_size < RECORD_MAX_BYTES and results.stat().st_size < RECORD_MAX_BYTES
+    # inline, as on Gradescope
     shown = [base64.b64decode(uri).decode() for t in json.loads(results.read_text())["tests"]
-             for uri in re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', t["output"])]  # inline, as on Gradescope
+             for uri in re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', t["output"])]
     assert shown and "drawn in blocks" in "".join(shown)

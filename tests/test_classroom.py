@@ -77,7 +77,8 @@ def test_setup_installs_the_pinned_torch_from_the_cpu_wheels_and_the_handouts_re
     assert len(torch) == 1 and pin in torch[0], installs
     assert torch[0][torch[0].index("--index-url") + 1] == CPU_WHEELS, installs
     assert ["python", "-m", "pip", "install", "-r", "requirements.txt"] in installs
-    wanted = [line.split("#")[0].strip() for line in (root / "assignments" / "requirements.txt").read_text().splitlines()]
+    requirements = (root / "assignments" / "requirements.txt").read_text()
+    wanted = [line.split("#")[0].strip() for line in requirements.splitlines()]
     assert {pin, "numpy", "pytest"} <= set(wanted)
 
 
@@ -116,7 +117,8 @@ def test_export_writes_a_template_for_a_course_configuration(tmp_path, monkeypat
         assert (out / rel).is_file(), rel
     readme = (out / "README.md").read_text()
     assert "| 3 | causal attention with dropout | `attention_lab/causal.py` | 30 |" in readme
-    assert "The files of stage(s) 2, 4, 5, 6, 7, 8, 9, 10 (`attention_lab/self_attention.py`," in readme  # not the course's
+    # not the course's
+    assert "The files of stage(s) 2, 4, 5, 6, 7, 8, 9, 10 (`attention_lab/self_attention.py`," in readme
     assert main(["export", "classroom", "--out", "template"]) == 2  # never over an existing template
     assert "is not empty" in capsys.readouterr().err
 

@@ -239,7 +239,8 @@ def test_grade_json_is_the_runners_results_json(exported, tmp_path, root):
 
     entry = root / "tests" / "zoo" / "wrong" / "mask_polarity_inverted.py"
     leaky = assemble(entry, read_entry(entry), tmp_path / "leaky")
-    proc, runner = autograde(exported, tmp_path, lambda sub: shutil.copytree(leaky / "attention_lab", sub / "attention_lab"))
+    proc, runner = autograde(exported, tmp_path,
+                             lambda sub: shutil.copytree(leaky / "attention_lab", sub / "attention_lab"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = tmp_path / "grade.json"
     assert main(["grade", str(leaky), *[a for n in STAGES for a in ("--stage", str(n))], "--json", str(out)]) == 0

@@ -65,8 +65,8 @@ def test_missing_or_malformed_submission(tmp_path, bad):
 
 def test_cli_reference_full_marks_and_gradescope_json(root, tmp_path):
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(root / "solutions"), "--json", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(root / "solutions"),
+                           "--json", str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert f"Total {max_points()}/{max_points()} points" in proc.stdout
     for n in STAGES:

@@ -176,7 +176,8 @@ def test_own_root_alone_shows_nothing_but_the_world(grounds):
     outcome = in_child(look)
     assert "ok" in outcome, outcome
     seen = outcome["ok"]
-    assert_confined({k: v for k, v in seen.items() if not k.startswith("write site")}, grounds["ws"], grounds["classmate"])
+    assert_confined({k: v for k, v in seen.items() if not k.startswith("write site")}, grounds["ws"],
+                    grounds["classmate"])
     assert seen["write site-packages (os)"].startswith("refused") and not seen["kit there"]
     assert "home" not in seen["listing of /"] and "srv" not in seen["listing of /"], seen["listing of /"]
     assert seen["exec map of a written file"] == "refused"
@@ -185,7 +186,8 @@ def test_own_root_alone_shows_nothing_but_the_world(grounds):
 def test_both_layers_together(grounds):
     needs(world.landlock_abi() > 0 and workspace.is_root() and workspace.children_own_root(),
           "needs Landlock, root and mount namespaces")
-    outcome = in_child(lambda: (enclose(grounds["ws"], {"root", "landlock"}), attempts(grounds["ws"], grounds["classmate"]))[1])
+    outcome = in_child(lambda: (enclose(grounds["ws"], {"root", "landlock"}),
+                                attempts(grounds["ws"], grounds["classmate"]))[1])
     assert "ok" in outcome, outcome
     assert_confined(outcome["ok"], grounds["ws"], grounds["classmate"])
 
@@ -221,7 +223,8 @@ def test_where_cuda_runs_the_child_may_name_its_own_threads_and_nothing_more(gro
         thread = threading.Thread(target=waiting.wait)
         thread.start()
         outcome = {"written": allowed.views_written,
-                   "name a thread (libc)": native_open(f"/proc/self/task/{thread.native_id}/comm", os.O_WRONLY | os.O_TRUNC),
+                   "name a thread (libc)": native_open(f"/proc/self/task/{thread.native_id}/comm",
+                                                       os.O_WRONLY | os.O_TRUNC),
                    "write cpuinfo (libc)": native_open("/proc/cpuinfo", os.O_WRONLY),
                    "write /sys (libc)": native_open("/sys/kernel/mm/transparent_hugepage/enabled", os.O_WRONLY),
                    "read mmap_min_addr": native_open("/proc/sys/vm/mmap_min_addr", os.O_RDONLY)}
@@ -266,7 +269,8 @@ def test_an_asynchronous_cuda_error_ends_the_child_in_the_task_that_caused_it():
             said = f.read().decode()
         return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), said
 
-    code, said = synchronise_then("CUDA error: device-side assert triggered\nCUDA kernel errors might be reported later")
+    code, said = synchronise_then("CUDA error: device-side assert triggered\n"
+                                  "CUDA kernel errors might be reported later")
     assert code == 1 and said.strip().splitlines()[-1] == \
         "CUDA error: device-side assert triggered (in this check's CUDA kernels)", said
     assert synchronise_then(None) == (0, "")
@@ -502,7 +506,8 @@ def way_in_for_others(needed, stash):
         spots = [stash / f"{i}-{j}" for j in range(len(names))]
         commands += [f"mkdir -p {spot} && mount --bind {closed / name} {spot}" for spot, name in zip(spots, names)]
         commands.append(f"mount -t tmpfs -o mode=0755 tmpfs {closed}")
-        commands += [f"mkdir {closed / name} && mount --move {spot} {closed / name}" for spot, name in zip(spots, names)]
+        commands += [f"mkdir {closed / name} && mount --move {spot} {closed / name}"
+                     for spot, name in zip(spots, names)]
     return commands
 
 

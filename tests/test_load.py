@@ -82,8 +82,9 @@ def graded_on_one_busy_cpu(tmp_path, code=SLOW_BUT_HONEST, **runner_settings):
     session of their own, and the scheduler shares a CPU between sessions: the task gets about a third
     of the CPU (the grader mostly sleeps), so its 2 s of CPU take about 6 s of wall clock against its
     limit of 3 s. The busy processes start once the grader and its fork server have imported torch: the
-    load falls on the graded task, and the test does not wait for imports at a third of a CPU. With the busy processes in one session, its share was a half to two thirds, and
-    that 3 s limit was within the noise of both sides."""
+    load falls on the graded task, and the test does not wait for imports at a third of a CPU. With the
+    busy processes in one session, its share was a half to two thirds, and that 3 s limit was within
+    the noise of both sides."""
     sub = tmp_path / "slow"
     shutil.copytree(ROOT / "solutions" / "attention_lab", sub / "attention_lab")
     simple = sub / "attention_lab" / "simple.py"

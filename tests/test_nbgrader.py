@@ -286,7 +286,8 @@ def pictures_in(page):
     """The SVG text of every picture a feedback page shows (nbconvert inlines them as data: URIs)."""
     import base64
 
-    return "".join(base64.b64decode(data).decode() for data in re.findall(r"data:image/svg\+xml;base64,([^\"']+)", page))
+    found = re.findall(r"data:image/svg\+xml;base64,([^\"']+)", page)
+    return "".join(base64.b64decode(data).decode() for data in found)
 
 
 def hidden_numbers():

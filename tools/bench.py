@@ -113,7 +113,8 @@ def bench_html(repeat):
                                repeat)
         show(times, said)
         adds = statistics.median(times["grade solutions --html"]) - statistics.median(times["grade solutions"])
-        print(f"the report: {report.stat().st_size / 1024:.0f} KiB; --html adds {adds:.2f} s (difference of the medians)")
+        size = report.stat().st_size / 1024
+        print(f"the report: {size:.0f} KiB; --html adds {adds:.2f} s (difference of the medians)")
 
 
 @contextmanager
@@ -141,7 +142,8 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--nbgrader", action="store_true", help="nbgrader autograde vs attention-lab grade")
     parser.add_argument("--html", action="store_true", help="attention-lab grade with and without --html")
-    parser.add_argument("--busy", type=int, default=0, metavar="N", help="grade beside N processes that spin on the CPU")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="grade beside N processes that spin on the CPU")
     args = parser.parse_args(argv)
     print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, cuda {'available' if torch.cuda.is_available() else 'not available'}"

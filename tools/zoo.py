@@ -51,7 +51,8 @@ def places(folder: Path) -> dict:
     or the gradebook would be), the submission's parent, the grader's home, /tmp, and the
     site-packages of the Python that grades."""
     return {"@KIT@": str(KIT_ROOT), "@BESIDE@": str(folder.parent / "beside"), "@PARENT@": str(folder.parent),
-            "@HOME@": os.path.expanduser("~"), "@TMP@": tempfile.gettempdir(), "@SITE@": sysconfig.get_paths()["purelib"]}
+            "@HOME@": os.path.expanduser("~"), "@TMP@": tempfile.gettempdir(),
+            "@SITE@": sysconfig.get_paths()["purelib"]}
 
 
 def placed(text: str, where: dict) -> str:

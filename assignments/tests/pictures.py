@@ -157,7 +157,8 @@ def _pooled(m, forbidden, flagged, note):
     pooled[bad > 0] = float("nan")
     masks = [None if mask is None else pool(torch.as_tensor(mask, dtype=torch.bool)[:n_rows, :n_cols].double()) > 0
              for mask in (forbidden, flagged)]
-    said = f"{n_rows}\u00d7{n_cols} values, drawn in blocks of {k}\u00d7{k}: each cell shows its block's largest magnitude"
+    said = (f"{n_rows}\u00d7{n_cols} values, drawn in blocks of {k}\u00d7{k}: "
+            "each cell shows its block's largest magnitude")
     return pooled, masks[0], masks[1], None, None, f"{said}. {note}" if note else said
 
 

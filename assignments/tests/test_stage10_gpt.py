@@ -27,7 +27,8 @@ def x(*shape, seed=0):
 def trained(gpt, cls="GPTModel"):
     model = run(getattr(gpt, cls), tiny_gpt.CONFIG, what=f"{cls}(tiny_gpt.CONFIG)")
     run(model.load_state_dict, tiny_gpt.weights(), what=f"{cls}.load_state_dict(the kit's trained weights)",
-        hint=lambda exc: "the names of your parameters must be the docstring's (tok_emb, trf_blocks.0.att.W_query, ...)")
+        hint=lambda exc: "the names of your parameters must be the docstring's "
+                         "(tok_emb, trf_blocks.0.att.W_query, ...)")
     return model.eval()
 
 

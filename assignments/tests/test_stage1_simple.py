@@ -6,7 +6,8 @@ with token 2 ("journey", ``inputs[1]``) as the query.
 import pytest
 import torch
 
-from book import ALL_CONTEXT_VECS, ATTN_SCORES_2, ATTN_WEIGHTS, CONTEXT_VEC_2, INPUTS, WEIGHTS_2_BY_SUM, WEIGHTS_2_SOFTMAX
+from book import (ALL_CONTEXT_VECS, ATTN_SCORES_2, ATTN_WEIGHTS, CONTEXT_VEC_2, INPUTS, WEIGHTS_2_BY_SUM,
+                  WEIGHTS_2_SOFTMAX)
 from lab_checks import expect, expect_book, expect_close, expect_rows_sum_to_one, expect_shape, run, student, tensor
 
 pytestmark = pytest.mark.stage1

@@ -8,7 +8,8 @@ import torch
 import torch.nn as nn
 
 from book import BATCH, CAUSAL_ATTENTION, CAUSAL_WEIGHTS, INPUTS
-from lab_checks import expect, expect_book, expect_close, expect_mask, expect_no_future, expect_rows_sum_to_one, expect_shape, run, student, tensor
+from lab_checks import (expect, expect_book, expect_close, expect_mask, expect_no_future, expect_rows_sum_to_one,
+                        expect_shape, run, student, tensor)
 
 pytestmark = pytest.mark.stage3
 

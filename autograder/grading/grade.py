@@ -225,7 +225,8 @@ def _warn_once(isolation):
     if isolation.get("files") == PYTHON:
         if "files" not in _warned:
             _warned.add("files")
-            print(f"attention-lab: warning: graded code was not confined by the kernel here: {isolation['filesystem']}. "
+            print("attention-lab: warning: graded code was not confined by the kernel here: "
+                  f"{isolation['filesystem']}. "
                   "docs/security.md says what is then open; --require-isolation stops instead.", file=sys.stderr)
         return
     weak = tuple(isolation.get("not_kernel") or ())

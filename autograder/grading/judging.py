@@ -202,7 +202,8 @@ def hidden_too_much(weights, visible):
     return ""
 
 
-TOO_LITTLE = "some attention weight above the diagonal is nonzero: a future token is visible (the mask hides too little)"
+TOO_LITTLE = ("some attention weight above the diagonal is nonzero: a future token is visible "
+              "(the mask hides too little)")
 
 
 def mask_problem(weights, visible):

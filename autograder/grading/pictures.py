@@ -179,7 +179,8 @@ def trained_heads(obs) -> list[Picture]:
     head and the induction head, on a word written twice and a half."""
     weights = _tensor(obs, "heads")
     n = len(HEADS_SAMPLE)
-    if weights is None or weights.dim() != 4 or tuple(weights.shape[-2:]) != (n, n) or not bool(weights.isfinite().all()):
+    if (weights is None or weights.dim() != 4 or tuple(weights.shape[-2:]) != (n, n)
+            or not bool(weights.isfinite().all())):
         return []
     return list(head_pictures(weights, list(HEADS_SAMPLE), period=HEADS_SAMPLE.index(" ") + 1))
 

@@ -73,13 +73,13 @@ class Graded:
     grader_errors: list = field(default_factory=list)  # (check id, device, traceback): for the instructor
     notes: list = field(default_factory=list)  # what the student should know about what was graded
     pictures: dict = field(default_factory=dict)  # probe -> [public.pictures.Picture] (see grade's pictures)
-    flagged: list = field(default_factory=list)  # where the code reaches for the interpreter's internals (intake.review)
+    flagged: list = field(default_factory=list)  # where it reaches for the interpreter's internals (intake.review)
 
     def _extra(self, result, drawn) -> dict:
         """A test's ``extra_data``: a grader error's mark, and a failed check's pictures (SVG text),
         which the Gradescope runner shows inline and nbgrader import under the grade cell."""
         extra = {"grader_error": True} if result.status == ERROR else {}
-        if self.isolation.get("files"):  # every check says what confined it: "kernel" or "python" (see docs/security.md)
+        if self.isolation.get("files"):  # each check says what confined it: "kernel" or "python" (docs/security.md)
             extra["isolation"] = self.isolation["files"]
         if not result.passed and drawn.get(result.id):
             extra["pictures"] = [{"kind": p.kind, "flagged": p.flagged, "svg": p.svg} for p in drawn[result.id]]
@@ -178,7 +178,8 @@ class Record:
         data = graded.gradescope()
         problem = (f"grader error in {', '.join(graded.regrade)} (not the student's fault): those checks count 0 "
                    "until a fixed kit grades this row again" if graded.regrade else "")
-        data["extra_data"] = {**data.get("extra_data", {}), **bookkeeping, "stage_points": {str(s): t.points for s, t in graded.totals.items()},
+        data["extra_data"] = {**data.get("extra_data", {}), **bookkeeping,
+                              "stage_points": {str(s): t.points for s, t in graded.totals.items()},
                               "problem": problem, "regrade": graded.regrade, "notes": graded.notes,
                               "seconds": round(graded.seconds, 2)}
         return cls(data)

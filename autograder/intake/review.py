@@ -28,7 +28,8 @@ FLAGS = {
     "torch.ops": "calls torch's operators below the functions grading watches",  # library attention by another name
     "torch._C": "calls torch's C++ bindings directly",  # DisableTorchFunction, the mode stacks, raw kernels
     "torch.overrides": "works torch's function modes, one of which is grading's check of library attention",
-    "torch.utils._python_dispatch": "works torch's dispatch modes, one of which is grading's check of library attention",
+    "torch.utils._python_dispatch": "works torch's dispatch modes, one of which is grading's check of library "
+                                    "attention",
     "ctypes": "calls native code",  # memory and libc, under every guard written in Python
     "cffi": "calls native code",
     "threading": "runs code in threads of its own",  # torch's modes, so the check of library attention, are per thread

@@ -22,7 +22,8 @@ SMALL = {"vocab_size": 11, "context_length": 8, "emb_dim": 12, "n_heads": 3, "n_
          "qkv_bias": False}
 GPT2 = {"vocab_size": 50257, "context_length": 1024, "emb_dim": 768, "n_heads": 12, "n_layers": 12,
         "drop_rate": 0.1, "qkv_bias": False}  # the book's GPT_CONFIG_124M: the kit's copy, not the student's
-SPARED = ("out_proj",)  # stage 4 prices out_proj's bias (docs/checks.md): a block is judged with it as the contract has it
+# Stage 4 prices out_proj's bias (docs/checks.md): a block is judged with it as the contract has it.
+SPARED = ("out_proj",)
 PROMPTS = tiny_gpt.repeats(3, seed=4242, length=40)  # held out: training never drew from this seed
 NEW_TOKENS = 30  # 40 + 30 run past the 64-token context: generation must crop (or start its cache again)
 HEADS_SAMPLE = "quartz quartz quar"  # whose heads the report draws: a word of different letters, 18 labelled cells
@@ -196,7 +197,8 @@ def block(lab, device):
         return plain(result[0], "CachedTransformerBlock's output")
 
     return {"eval": attempt(run, False), "train": attempt(run, True),
-            "dropout_eval": attempt(eval_report, lambda p: known_block(lab, "cpu", p), {}, device, d_in=SMALL["emb_dim"]),
+            "dropout_eval": attempt(eval_report, lambda p: known_block(lab, "cpu", p), {}, device,
+                                    d_in=SMALL["emb_dim"]),
             "silent_train": attempt(run, True, DROPOUT_P, silent("att", "ff")),
             "silent_eval": attempt(run, False, DROPOUT_P, silent("att", "ff")),
             "ff_train": attempt(run, True, DROPOUT_P, silent("att"), X_MANY),
@@ -256,7 +258,8 @@ def gpt_dropout(lab, device):
     identities stand in for ``final_norm`` and ``out_head``, so the model returns what it would
     normalise, whether or not it calls its norm and whatever positions it embeds (``s10.gpt.trained``
     prices those)."""
-    ids = PROMPTS[:2, :SMALL["context_length"] - 1] % SMALL["vocab_size"]  # within the context: positions are not this check's
+    # within the context: positions are not this check's
+    ids = PROMPTS[:2, :SMALL["context_length"] - 1] % SMALL["vocab_size"]
 
     def logits(cls, cfg):
         model = small_gpt(lab, cls, cfg, BARE_SEED).to(device).eval()
@@ -323,7 +326,8 @@ def strict_load(model):
     except RuntimeError as exc:
         message = str(exc)[:600]
     own = model.state_dict()
-    return {"message": message, "missing": sorted(set(TRAINED) - set(own)), "unexpected": sorted(set(own) - set(TRAINED)),
+    return {"message": message, "missing": sorted(set(TRAINED) - set(own)),
+            "unexpected": sorted(set(own) - set(TRAINED)),
             "misshapen": sorted(n for n in set(own) & set(TRAINED) if tuple(own[n].shape) != tuple(TRAINED[n].shape))}
 
 
@@ -545,7 +549,8 @@ class SGD(torch.optim.SGD):
 
 
 def train_batches():
-    return [(t[:, :-1], t[:, 1:]) for t in (tiny_gpt.repeats(TRAIN_BATCH, seed=s, length=TRAIN_TOKENS + 1) for s in (31, 32))]
+    texts = (tiny_gpt.repeats(TRAIN_BATCH, seed=s, length=TRAIN_TOKENS + 1) for s in (31, 32))
+    return [(t[:, :-1], t[:, 1:]) for t in texts]
 
 
 @PROBES.add("s10.train", golden=True)

@@ -210,7 +210,8 @@ def _enclose(job, layers) -> dict:
     held, for the report: ``root`` and ``landlock`` (its ABI, 0 for none), each with why not."""
     found = {}
     import_path = [p for p in sys.path if p != job.kit_parent]
-    allowed = world.World.of_child(import_path, job.submission, job.home, job.out, job.secrets, cuda="cuda" in job.devices)
+    allowed = world.World.of_child(import_path, job.submission, job.home, job.out, job.secrets,
+                                   cuda="cuda" in job.devices)
     try:
         if not layers.get("mounts"):
             raise world.NoRoot("no mount namespace" if "namespaces" in job.layers else "namespaces not tried")

@@ -17,7 +17,8 @@ confines itself, in an order where each step still has what it needs:
    caught and undone.
 
 ``HandWritten`` is the torch function mode (with a dispatch mode under it) that refuses library
-attention in stages whose point is to write attention by hand. Like the probes, this module imports nothing from the grading side.
+attention in stages whose point is to write attention by hand. Like the probes, this module imports
+nothing from the grading side.
 """
 from __future__ import annotations
 
@@ -82,8 +83,9 @@ def namespaces() -> dict:
     (``server._pid_namespace``), and this says whether we are in one. Root can do it directly;
     another user first needs a user namespace, mapped to itself (which must happen while the process has
     one thread). The network namespace has only a loopback, down; the mount namespace is where
-    ``world.own_root`` builds the child's root, over a /proc of its PID namespace (``world.own_proc``); the IPC namespace holds no SysV object or POSIX message
-    queue of anyone else's, and what the child makes there goes with it. Containers that forbid
+    ``world.own_root`` builds the child's root, over a /proc of its PID namespace (``world.own_proc``);
+    the IPC namespace holds no SysV object or POSIX message queue of anyone else's, and what the child
+    makes there goes with it. Containers that forbid
     namespaces (Docker's default) leave Landlock, the syscall filter and the audit hook."""
     pids = in_own_pid_namespace()
     proc = False

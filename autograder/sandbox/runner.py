@@ -542,7 +542,8 @@ def _resources(reported, ws, abi) -> dict:
     if reported.get("network") is True:
         network = "none (its own network namespace)", True
     elif seccomp:
-        network = f"Unix sockets only ({filtered}; no network namespace: {reported.get('network_why') or 'refused'})", True
+        why = reported.get('network_why') or 'refused'
+        network = f"Unix sockets only ({filtered}; no network namespace: {why})", True
     else:
         network = f"blocked in Python only ({no_seccomp}; no network namespace)", False
 
@@ -557,7 +558,8 @@ def _resources(reported, ws, abi) -> dict:
     processes = "; ".join(held), seccomp or reported.get("pids") is True or ws.uid is not None and abi >= 6
 
     if reported.get("cgroup"):
-        memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space a process (RLIMIT_AS), {GROUP_MEMORY_LIMIT / 2**30:g} GiB "
+        memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space a process (RLIMIT_AS), "
+                  f"{GROUP_MEMORY_LIMIT / 2**30:g} GiB "
                   "counting every page it holds (cgroup)"), True
     elif seccomp:
         memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space (RLIMIT_AS) with memfd_create refused ({filtered}); "

@@ -79,8 +79,8 @@ class World:
         if cuda:
             devices += [p for pattern in CUDA_DEVICES for p in glob.glob(pattern) if not os.path.isdir(p)]
         written = [os.path.realpath("/proc/self")] if cuda else []
-        return cls(read, os.path.realpath(submission), [os.path.realpath(home), os.path.realpath(out)], devices, aliases,
-                   os.path.realpath(home), written)
+        home, out = os.path.realpath(home), os.path.realpath(out)
+        return cls(read, os.path.realpath(submission), [home, out], devices, aliases, home, written)
 
 
 def around(paths, hidden) -> list[str]:
@@ -131,7 +131,8 @@ def _mapped_files():
 
 # ---------------------------------------------------------------- layer 1: a root of its own
 
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MNT_DETACH = 1024, 2048, 1 << 21, 2
 _ST_RELATIME = 4096
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41}.get(platform.machine())

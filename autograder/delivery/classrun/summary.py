@@ -110,7 +110,8 @@ def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=(), fla
         lines += ["", f"marked for a regrade: the grader failed on some of their checks ({len(regrade)}): "
                   + ", ".join(regrade)]
     if flagged:  # graded like anyone else, and named: a flag is for the instructor to look at
-        lines += [""] + [f"flagged for review: {student}: {found[0]}" + (f" (+{len(found) - 1} more)" if found[1:] else "")
+        lines += [""] + [f"flagged for review: {student}: {found[0]}"
+                         + (f" (+{len(found) - 1} more)" if found[1:] else "")
                          for student, found in flagged]
     if items:
         lines += _items_text(items)

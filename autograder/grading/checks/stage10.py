@@ -43,8 +43,8 @@ def gelu(x):
 
 
 def feed_forward(weights, x, prefix=""):
-    hidden = F.linear(x.double(), weights[f"{prefix}layers.0.weight"].double(), weights[f"{prefix}layers.0.bias"].double())
-    return F.linear(gelu(hidden), weights[f"{prefix}layers.2.weight"].double(), weights[f"{prefix}layers.2.bias"].double())
+    layer = lambda i: (weights[f"{prefix}layers.{i}.weight"].double(), weights[f"{prefix}layers.{i}.bias"].double())  # noqa: E731
+    return F.linear(gelu(F.linear(x.double(), *layer(0))), *layer(2))
 
 
 def expect_formula(out, want, what, wrong, tol, out_float32, shape_hint=""):
@@ -223,7 +223,8 @@ def gpt_structure(obs, ctx):
     expect(total != GPT2_TIED, f"GPTModel(GPT_CONFIG_124M) has {total:,} parameters: that is the count with the output "
            f"head sharing the token embeddings' matrix (tied). The book's GPTModel has an out_head of its own: "
            f"{GPT2_COUNT:,}")
-    expect(total == GPT2_COUNT, f"GPTModel(GPT_CONFIG_124M) has {total:,} parameters (counting the book's 2,360,064 for "
+    expect(total == GPT2_COUNT,
+           f"GPTModel(GPT_CONFIG_124M) has {total:,} parameters (counting the book's 2,360,064 for "
            f"each attention); the book counts {GPT2_COUNT:,}: a 4x feed-forward network, LayerNorm's scale and shift, "
            "no bias in out_head")
     expect(total - head == GPT2_TIED, f"without its out_head, GPTModel(GPT_CONFIG_124M) has {total - head:,} "
@@ -302,7 +303,8 @@ def gpt_loads(obs, ctx):
 
 
 @CHECKS.add("s10.gpt.trained", points=4, probe="s10.gpt.trained", devices=NUMERIC,
-            title="with the trained weights, GPTModel gives the reference's logits and continues held-out text as it does", end_to_end=True)
+            title="with the trained weights, GPTModel gives the reference's logits and continues held-out text as "
+                  "it does", end_to_end=True)
 def gpt_trained(obs, ctx):
     logits = get(obs, "logits")
     expect_close(logits, ctx.golden["logits"], "the trained model's logits for 3 held-out prompts of 40 characters",
@@ -312,14 +314,16 @@ def gpt_trained(obs, ctx):
 
 
 @CHECKS.add("s10.gpt.writes", points=2, probe="s10.gpt.writes", devices=NUMERIC,
-            title="end to end: your generate_greedy and generate_cached write the reference's text with the trained weights", end_to_end=True)
+            title="end to end: your generate_greedy and generate_cached write the reference's text with the trained "
+                  "weights", end_to_end=True)
 def gpt_writes(obs, ctx):
     for key, call in (("greedy", "generate_greedy(GPTModel"), ("cached", "generate_cached(CachedGPTModel")):
         expect_tokens(get(obs, key), ctx.golden["greedy"], f"{call} with the trained weights, ...)", PROMPTS.shape[1])
 
 
 @CHECKS.add("s10.cached.model", points=3, probe="s10.cached.model", devices=NUMERIC,
-            title="CachedGPTModel fed in pieces with its caches gives the full model's logits; each cache grows by the tokens fed", end_to_end=True)
+            title="CachedGPTModel fed in pieces with its caches gives the full model's logits; each cache grows by "
+                  "the tokens fed", end_to_end=True)
 def cached_model(obs, ctx):
     judge_pieces(get(obs, "model"), ctx.golden["model"], "CachedGPTModel")
     one_block = "CachedGPTModel with one block (n_layers=1)"
@@ -343,7 +347,8 @@ def judge_pieces(result, golden, model):
     want = golden["logits"]
     expect(logits.shape == want.shape, f"the logits of {model} fed in pieces have shape {tuple(logits.shape)}, "
            f"expected {tuple(want.shape)}")
-    if close(logits[:, :first], want[:, :first], atol=1e-3, rtol=1e-3) and not close(logits, want, atol=1e-3, rtol=1e-3):
+    if (close(logits[:, :first], want[:, :first], atol=1e-3, rtol=1e-3)
+            and not close(logits, want, atol=1e-3, rtol=1e-3)):
         raise Fail(f"{model}: the logits of the first {first} tokens (no cache yet) are right, those of the tokens "
                    "fed with the caches are not. A token fed after `past` cached ones sits at position past + t: "
                    "its position embedding too (torch.arange(past, past + n)); and each block needs its own cache")
@@ -424,7 +429,8 @@ def generate_cached(obs, ctx):
 # ---------------------------------------------------------------- training
 
 @CHECKS.add("s10.train.losses", points=2, probe="s10.train",
-            title="train_steps: next-token cross-entropy averaged over positions, zeroed gradients, a step each; the losses returned")
+            title="train_steps: next-token cross-entropy averaged over positions, zeroed gradients, a step each; "
+                  "the losses returned")
 def train_losses(obs, ctx):
     result = get(obs)
     losses, want = get(result, "losses").double(), ctx.golden["losses"]

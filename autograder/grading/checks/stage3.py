@@ -66,7 +66,8 @@ def causal_no_leak(obs, ctx):
             title="CausalAttention.mask is a registered buffer, nonzero exactly above the diagonal")
 def causal_mask_buffer(obs, ctx):
     result = get(obs)
-    expect(result["is_buffer"], "CausalAttention.mask is not a registered buffer; use self.register_buffer('mask', ...)")
+    expect(result["is_buffer"],
+           "CausalAttention.mask is not a registered buffer; use self.register_buffer('mask', ...)")
     expect(result["in_state_dict"], "CausalAttention.mask is not in the state_dict "
            "(registered with persistent=False?); the mask must be saved with the model")
     nonzero = result["nonzero"]
