@@ -224,20 +224,23 @@ def test_item_analysis_counts_failures_among_those_who_tried_and_names_the_commo
 
     first, second = all_checks({1})[:2]
 
-    def record(*tests):
-        return Record({"tests": [{"number": c.id, "status": s, "output": o} for c, s, o in tests]})
+    def record(*tests):  # (check, status, output[, cause]): the cause in the test's extra_data, as the kit writes it
+        return Record({"tests": [{"number": c.id, "status": s, "output": o, "extra_data": {"cause": cause[0]} if cause
+                                  else {}} for c, s, o, *cause in tests]})
 
     wrong = "row 3 of your weights sums to 0.71\nmore detail"
-    records = [record((first, "failed", wrong), (second, "passed", "")),
-               record((first, "failed", wrong), (second, "failed", "off by 2")),
-               record((first, "failed", "a shape"), (second, "passed", "")),
-               record((first, "failed", "not implemented yet: x (attention_lab/simple.py line 3)"),
-                      (second, "failed", "stage 1 (simple.py) was not handed in"))]
+    records = [record((first, "failed", wrong, "student"), (second, "passed", "")),
+               record((first, "failed", wrong, "student"), (second, "failed", "off by 2", "student")),
+               record((first, "failed", "a shape"), (second, "passed", "")),  # no cause (not graded at all): tried
+               record((first, "failed", "not implemented yet: x (attention_lab/simple.py line 3)", "untouched"),
+                      (second, "failed", "stage 1 (simple.py) was not handed in", "untouched")),
+               # the cause decides, not the words: a student's own message that reads like a stub's is theirs
+               record((second, "failed", "not implemented yet, says my own ValueError", "student"))]
     items = item_analysis(records, [second, first])
     assert [i.check for i in items] == [first, second]  # the most failed first
     top = items[0]
     assert (top.tried, top.failed, top.untried, top.said, top.said_count) == (3, 3, 1, wrong.splitlines()[0], 2)
-    assert (items[1].tried, items[1].failed, items[1].untried) == (3, 1, 1)
+    assert (items[1].tried, items[1].failed, items[1].untried) == (4, 2, 1)
     lines = text_summary([("a", 0, {1: 0})], 11, {1: 11}, items=items).splitlines()
     row = next(line for line in lines if line.startswith(first.id))
     assert "3/3" in row and "100%" in row and "[1 not tried]" in row

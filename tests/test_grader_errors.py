@@ -58,7 +58,8 @@ def test_grade_writes_every_check_says_so_and_exits_with_its_own_status(monkeypa
     assert sorted(t["number"] for t in data["tests"]) == sorted(c.id for c in all_checks({1}))
     test = next(t for t in data["tests"] if t["number"] == BROKEN)
     isolation = data["extra_data"]["isolation"]["files"]  # every check states what confined it
-    assert test["status"] == "failed" and test["extra_data"] == {"grader_error": True, "isolation": isolation}
+    assert test["status"] == "failed"
+    assert test["extra_data"] == {"grader_error": True, "cause": "grader", "isolation": isolation}
     assert test["output"] == GRADER_ERROR and data["extra_data"]["regrade"] == [BROKEN]
     assert data["score"] == max_points(1) - registry()[BROKEN].points
 
@@ -117,7 +118,8 @@ def test_the_zeros_placeholder_is_graded_and_loses_only_what_it_must(make_submis
     said = " ".join(html.unescape(tests["s3.causal.dropout"]["output"]).split())  # wrapped in HTML with its pictures
     assert "every attention weight came out 0" in said
     assert tests["s3.mask_fill"]["status"] == "passed" and tests["s3.causal.mask_buffer"]["status"] == "passed"
-    assert not [t for t in tests.values() if set(t.get("extra_data", {})) - {"isolation"}]
+    assert not [t for t in tests.values() if set(t.get("extra_data", {})) - {"isolation", "cause"}]  # no grader error
+    assert {t["extra_data"].get("cause") for t in tests.values() if t["status"] == "failed"} == {"student"}
 
 
 @pytest.mark.parametrize("observation", [None, {"book": None}, {"book": [1, 2]}, {}])

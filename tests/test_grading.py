@@ -38,6 +38,7 @@ def test_stubs_get_zero_and_say_not_implemented(stubs):
     assert sum(r.points for r in stubs) == 0
     for r in stubs:
         assert r.feedback.startswith("not implemented yet"), (r.id, r.feedback)
+        assert r.cause == "untouched", (r.id, r.cause)  # what the table, the class summary and results.json read
 
 
 def test_syntax_error_names_file_and_line_and_other_stages_still_grade(make_submission, root):
@@ -94,15 +95,15 @@ def test_cli_stubs_zero_exit_zero_one_line_per_stage_not_started(root):
 
 def test_the_short_table_lists_the_failed_checks_of_stages_worked_on():
     from autograder.delivery.report import render_table
-    from autograder.grading.results import FAILED, PASSED, CheckResult
+    from autograder.grading.results import FAILED, PASSED, Cause, CheckResult
 
-    def check(stage, n, status, feedback="ok"):
-        return CheckResult(f"s{stage}.c{n}", stage, f"check {n}", 2, status, feedback, "hidden")
+    def check(stage, n, status, feedback="ok", cause=None):
+        return CheckResult(f"s{stage}.c{n}", stage, f"check {n}", 2, status, feedback, "hidden", cause=cause)
 
     results = [check(1, 1, PASSED), check(1, 2, PASSED),  # done
-               check(2, 1, PASSED), check(2, 2, FAILED, "row 3 of your weights sums to 0.71\nmore"),  # worked on
-               check(3, 1, FAILED, "not implemented yet: causal_weights"),  # not started
-               check(3, 2, FAILED, "stage 3 (causal.py) was not handed in")]
+               check(2, 1, PASSED), check(2, 2, FAILED, "row 3 of your weights sums to 0.71\nmore", Cause.STUDENT),
+               check(3, 1, FAILED, "not implemented yet: causal_weights", Cause.UNTOUCHED),  # not started
+               check(3, 2, FAILED, "stage 3 (causal.py) was not handed in", Cause.UNTOUCHED)]
     short = render_table(results, 1.0).splitlines()
     assert [line.split()[:2] for line in short[:1]] == [["Stage", "1"]] and not short[1].startswith("    ")
     assert "FAIL s2.c2" in short[2] and short[3].strip() == "row 3 of your weights sums to 0.71"

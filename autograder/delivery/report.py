@@ -9,21 +9,13 @@ import textwrap
 from pathlib import Path
 
 from ..curriculum import STAGES
-from ..grading.results import ERROR, FAILED, PASSED, stage_totals
-
-UNTOUCHED = ("not implemented yet", "was not handed in")  # what every check of a stage not started says
-
-
-def not_tried(feedback: str) -> bool:
-    """Does a failed check's feedback say the code it needs was never written (the stub's
-    NotImplementedError, a module not handed in), rather than written wrong?"""
-    return any(u in feedback.partition("\n")[0] for u in UNTOUCHED)
+from ..grading.results import ERROR, FAILED, PASSED, Cause, stage_totals
 
 
 def untouched(results) -> bool:
     """Has the student not started these checks' stage: nothing passed, and every check failed
-    for want of code (``not_tried``), not for a wrong answer?"""
-    return all(r.status == FAILED and not_tried(r.feedback) for r in results)
+    for want of code (``Cause.UNTOUCHED``), not for a wrong answer?"""
+    return all(r.status == FAILED and r.cause == Cause.UNTOUCHED for r in results)
 
 
 WIDTH, INDENT = 110, " " * 9  # a check's feedback under it: wrapped at words, never cut

@@ -19,10 +19,10 @@ from ..sandbox.workspace import children_own_root
 from .config import CourseConfig, given_code
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
-from .judging import described, device_mismatch
+from .judging import cause_of, described, device_mismatch
 from .pictures import draw
 from .registry import Context, Fail, Note
-from .results import ERROR, FAILED, GRADER_ERROR, NOT_MEASURED, PASSED, CheckResult, Graded
+from .results import ERROR, FAILED, GRADER_ERROR, NOT_MEASURED, PASSED, Cause, CheckResult, Graded
 
 
 def available_devices():
@@ -46,6 +46,7 @@ class Verdict:
     text: str = ""  # FAILED: the feedback; PASSED: what the judge measured, if anything
     trace: str = ""  # ERROR: the judge's traceback, for the instructor only
     values: dict = field(default_factory=dict)  # PASSED: the numbers the judge measured
+    cause: Cause = Cause.STUDENT  # FAILED: why
 
 
 def judge(check, obs, golden, device) -> Verdict:
@@ -70,17 +71,17 @@ def _judge(check, obs, golden, device) -> Verdict:
         if obs is None:
             return Verdict(FAILED, "no result came back for this check")
         if isinstance(obs, dict) and "error" in obs:
-            return Verdict(FAILED, described(obs["error"]))
+            return Verdict(FAILED, described(obs["error"]), cause=cause_of(obs["error"]))
         note = check.judge(obs, Context(golden, device))
     except Fail as exc:
-        return Verdict(FAILED, str(exc) or "failed")
+        return Verdict(FAILED, str(exc) or "failed", cause=exc.cause or Cause.STUDENT)
     except Exception:
         trace = traceback.format_exc()
         try:
             form = expected_form(check.probe, device)
             raised = student_error(obs, form)
             if raised:
-                return Verdict(FAILED, described(raised))
+                return Verdict(FAILED, described(raised), cause=cause_of(raised))
             unlike = misfit(obs, form)
             if unlike:
                 return Verdict(FAILED, f"this check could not measure your code: {unlike}")
@@ -192,17 +193,23 @@ def combine(check, verdicts, skipped):
     if not verdicts:
         problems.append(f"none of {', '.join(check.devices)} is available here")
     if problems:
-        status, lines = FAILED, problems
+        status, lines, cause = FAILED, problems, _cause([v.cause for v in verdicts.values() if v.status == FAILED])
     elif any(v.status == ERROR for v in verdicts.values()):
-        status, lines = ERROR, [GRADER_ERROR]
+        status, lines, cause = ERROR, [GRADER_ERROR], Cause.GRADER
     else:
         # Where it was checked, always: the same code can pass on one device and fail on another.
         missing = f"; {', '.join(skipped)} not available" if skipped else ""
-        status, lines = PASSED, [f"passed (checked on {', '.join(measured)}{missing})"] + notes
+        status, lines, cause = PASSED, [f"passed (checked on {', '.join(measured)}{missing})"] + notes, None
     values = {k: v for verdict in verdicts.values() if verdict.status == PASSED for k, v in verdict.values.items()}
     return CheckResult(check.id, check.stage, check.title, check.points, status, clean("\n".join(lines)),
                        check.visibility, values if status == PASSED else {},
-                       {d: v.status for d, v in verdicts.items()})
+                       {d: v.status for d, v in verdicts.items()}, cause)
+
+
+def _cause(causes) -> Cause:
+    """Why a check failed: what its first failed device says (the first line of its feedback); with no
+    device to check it on, the grader's (the machine's), not the student's."""
+    return causes[0] if causes else Cause.GRADER
 
 
 FEEDBACK_MAX = 2000

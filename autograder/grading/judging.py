@@ -9,6 +9,7 @@ from ..curriculum import STAGE_OF
 from ..public.book import PRINTED
 from ..public.feedback import describe_error, describe_mismatch, describe_row_sums
 from .registry import Fail
+from .results import Cause
 
 BIAS_CASES = {"no_bias": "qkv_bias=False", "bias": "qkv_bias=True"}
 ATOL = 1e-5  # float32 against the float32 reference: differences of rounding only
@@ -23,6 +24,19 @@ def described(record):
         why = record.get("why")
         return f"stage {STAGE_OF[module]} ({module}.py) was not handed in" + (f": {why}" if why else "")
     return describe_error(record)
+
+
+def cause_of(record) -> Cause:
+    """Why an error record fails a check: code never written (the stub's NotImplementedError, a module
+    not handed in), time run out, or the student's code itself."""
+    if record.get("not_implemented") or record.get("type") == "NotHandedIn":
+        return Cause.UNTOUCHED
+    return Cause.TOO_SLOW if record.get("type") == "Timeout" else Cause.STUDENT
+
+
+def failure(record, before="", after="") -> Fail:
+    """The ``Fail`` of an error record: its description (``before`` and ``after`` around it) and its cause."""
+    return Fail(f"{before}{described(record)}{after}", cause=cause_of(record))
 
 
 DEVICE_MISMATCH = re.compile(r"same device|Expected all tensors to be on|device type cuda but got", re.I)
@@ -52,7 +66,7 @@ def forward_failure(out, device, what):
         return None
     if device == "meta" or not device_mismatch(out):
         return f"{what}.forward could not run on {device} ({described(out['error'])}); judged by where its tensors went"
-    raise Fail(described(out["error"]))
+    raise failure(out["error"])
 
 
 def get(obs, *keys):
@@ -61,7 +75,7 @@ def get(obs, *keys):
         if key is not None:
             obs = obs[key]
         if isinstance(obs, dict) and "error" in obs:
-            raise Fail(described(obs["error"]))
+            raise failure(obs["error"])
     return obs
 
 
@@ -137,8 +151,7 @@ def check_shapes(obs, configs, expected_shape):
         label = f"{report['config']} ({report['dtype_in']} input)"
         result = get(report, "result")
         if "error" in result:
-            problem = described(result["error"])
-            raise Fail(problem if result["error"]["not_implemented"] else f"{label}: {problem}")
+            raise failure(result["error"], "" if result["error"]["not_implemented"] else f"{label}: ")
         want = expected_shape(cfg)
         expect(result["shape"] == want, f"{label}: output shape is {tuple(result['shape'])}, expected {tuple(want)}")
         expect(result["dtype"] == report["dtype_in"],

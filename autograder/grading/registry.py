@@ -30,7 +30,12 @@ VISIBLE = "visible"
 
 
 class Fail(Exception):
-    """Raised by a judge: the message is the feedback a student reads."""
+    """Raised by a judge: the message is the feedback a student reads; ``cause`` why it failed
+    (``results.Cause``; by default the student's code is wrong)."""
+
+    def __init__(self, message="", cause=None):
+        super().__init__(message)
+        self.cause = cause
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,38 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from ..curriculum import STAGES
 from .config import CourseConfig
 from .registry import registry
 
-PASSED, FAILED, ERROR = "passed", "failed", "error"  # ERROR: the grader's own fault, graded again later
-# A device's verdict that counts for nothing either way: a numeric check on CUDA whose code could not run
-# there because a tensor stayed on the CPU (see ``grade.judge``).
-NOT_MEASURED = "not measured"
+class _Word(str, Enum):
+    """A member that is its word wherever a string is: printed, formatted, compared, hashed, in JSON
+    (records and results.json hold the plain words, and read back equal)."""
+    __str__, __format__, __hash__ = str.__str__, str.__format__, str.__hash__
+
+
+class Status(_Word):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"  # the grader's own fault, graded again later
+    # A device's verdict that counts for nothing either way: a numeric check on CUDA whose code could not
+    # run there because a tensor stayed on the CPU (see ``grade.judge``).
+    NOT_MEASURED = "not measured"
+
+
+PASSED, FAILED, ERROR, NOT_MEASURED = Status
+
+
+class Cause(_Word):
+    """Why a check did not pass: what a report, the class summary and an instructor tell apart
+    without reading the feedback."""
+    STUDENT = "student"  # the code handed in is wrong
+    UNTOUCHED = "untouched"  # the code it needs was never written: the stub's NotImplementedError, no module
+    TOO_SLOW = "too slow"  # it ran out of its time
+    GRADER = "grader"  # the grader's own failure (ERROR), or no device to check it on: not the student's
 
 GRADER_ERROR = ("the grader failed on this check, which is not your fault: the check gets no points for now and "
                 "will be graded again once the grader is fixed")
@@ -26,11 +48,12 @@ class CheckResult:
     stage: int
     title: str
     max_points: int
-    status: str  # PASSED, FAILED or ERROR
+    status: Status  # PASSED, FAILED or ERROR
     feedback: str
     visibility: str
     values: dict = field(default_factory=dict)  # what a passed check measured, name -> number (lower is better)
     devices: dict = field(default_factory=dict)  # device -> its verdict's status there (where the check ran)
+    cause: Cause | None = None  # why it did not pass (None: it passed)
 
     @property
     def kind(self):
@@ -76,9 +99,12 @@ class Graded:
     flagged: list = field(default_factory=list)  # where it reaches for the interpreter's internals (intake.review)
 
     def _extra(self, result, drawn) -> dict:
-        """A test's ``extra_data``: a grader error's mark, and a failed check's pictures (SVG text),
-        which the Gradescope runner shows inline and nbgrader import under the grade cell."""
+        """A test's ``extra_data``: a grader error's mark, why a check failed (``Cause``: the class
+        summary counts the untouched apart), and a failed check's pictures (SVG text), which the
+        Gradescope runner shows inline and nbgrader import under the grade cell."""
         extra = {"grader_error": True} if result.status == ERROR else {}
+        if result.cause is not None:
+            extra["cause"] = result.cause
         if self.isolation.get("files"):  # each check says what confined it: "kernel" or "python" (docs/security.md)
             extra["isolation"] = self.isolation["files"]
         if not result.passed and drawn.get(result.id):

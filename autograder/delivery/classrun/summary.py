@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...curriculum import STAGES
-from ..report import not_tried
+from ...grading.results import Cause
 
 BINS = 10
 
@@ -43,12 +43,18 @@ class Item:
         return self.failed / self.tried if self.tried else 0.0
 
 
+def _cause(test) -> str | None:
+    """Why a test of a record failed, as its ``extra_data`` says (a record from this kit: one from another
+    is stale and graded again; a submission that could not be graded at all names none)."""
+    return (test.get("extra_data") or {}).get("cause")
+
+
 def item_analysis(records, checks) -> list[Item]:
     """Each of ``checks`` over the students' ``records`` (grade-all's), the most failed first."""
     items = []
     for check in checks:
         tests = [t for r in records for t in r.data.get("tests", []) if t.get("number") == check.id]
-        untried = [t for t in tests if t.get("status") != "passed" and not_tried(t.get("output") or "")]
+        untried = [t for t in tests if t.get("status") != "passed" and _cause(t) == Cause.UNTOUCHED]
         failed = [t for t in tests if t.get("status") != "passed" and t not in untried]
         said = Counter((t.get("output") or "").partition("\n")[0] for t in failed)
         line, count = said.most_common(1)[0] if said else ("", 0)

@@ -2,8 +2,8 @@
 from ...probes.common import DROPOUT_P
 from ...probes.stage6 import ALL_PADDED, FUSED_SHAPES, KEYS, MASKED_SHAPES, MHSA_SHAPES, PROJ
 from ..judging import (ALL_HIDDEN_HINT, check_dropout, check_eval, check_gradients, check_padding, check_shapes,
-                       check_value_error, described, expect, expect_close, expect_finite, expect_golden, get)
-from ..registry import NUMERIC, VISIBLE, Checks, Fail
+                       check_value_error, expect, expect_close, expect_finite, expect_golden, failure, get)
+from ..registry import NUMERIC, VISIBLE, Checks
 
 CHECKS = Checks(6)
 
@@ -29,7 +29,7 @@ def masked_softmax(obs, ctx):
                  "nan after the softmax)")
     low = obs.get("all_hidden_bfloat16")
     if isinstance(low, dict) and "error" in low:  # the fill itself refused, as masked_fill does on overflow
-        raise Fail(f"masked_softmax(scores.bfloat16(), mask): {described(low['error'])}{own_dtype}")
+        raise failure(low["error"], "masked_softmax(scores.bfloat16(), mask): ", own_dtype)
     expect_finite(get(obs, "all_hidden_bfloat16"), "masked_softmax(scores.bfloat16(), mask)", own_dtype)
     visible = ALL_PADDED.any(dim=-1)  # sequences with at least one real key
     expect_close(weights[visible], ctx.golden["all_hidden"][visible],
