@@ -854,3 +854,31 @@ def test_memory_in_a_memfd_is_refused():
 
     assert in_child(lambda: (filtered(), hold())[1]) == {"ok": "EPERM"}
     assert in_child(hold) == {"ok": "ok"}
+
+
+def test_bindings_that_graded_code_cannot_import_are_named_once(tmp_path, monkeypatch, capsys):
+    """A kernel layer's bindings installed on PYTHONPATH (pip --target) are found by the grader and not by
+    graded code, whose import path is Python's own environment: the child would run without the layer,
+    and its isolation line alone would say so. The grader names them, once; installed beside Python, none."""
+    fake = tmp_path / "elsewhere" / "landlockpy"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    code = "from autograder.sandbox.workspace import bindings_out_of_reach as b; print(sorted(b()))"
+
+    def found(*pythonpath):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath))}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    kit = Path(__file__).resolve().parents[1]
+    assert found(tmp_path / "elsewhere", kit) == "['landlockpy']"
+    assert found(kit) == "[]"
+    from autograder.grading import grade as grading
+
+    monkeypatch.setattr(grading, "bindings_out_of_reach", lambda: {"landlockpy": str(fake)})
+    monkeypatch.setattr(grading, "_warned", set())
+    grading._warn_once({"files": "kernel"})
+    grading._warn_once({"files": "kernel"})
+    said = capsys.readouterr().err
+    assert said.count("warning: landlockpy is installed in") == 1 and "its layer is missing in the child" in said

@@ -15,7 +15,7 @@ from ..intake.review import review
 from ..intake.submission import opened
 from ..sandbox.protocol import Task
 from ..sandbox.runner import PYTHON, TASK_TIMEOUT_S, run_tasks
-from ..sandbox.workspace import children_own_root
+from ..sandbox.workspace import bindings_out_of_reach, children_own_root
 from .config import CourseConfig, given_code
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
@@ -228,7 +228,14 @@ _warned = set()  # what was said already: each warning once per process
 def _warn_once(isolation):
     """Say on stderr, once per process, when graded code was confined in Python alone, or when the
     kernel left any of its resources to Python: every command that grades (grade, grade-all, the
-    Gradescope runner, nbgrader import, the pytest plugin) says so."""
+    Gradescope runner, nbgrader import, the pytest plugin) says so; and when a layer's Python bindings
+    are installed where graded code cannot import them (``bindings_out_of_reach``)."""
+    for name, where in bindings_out_of_reach().items():
+        if name not in _warned:
+            _warned.add(name)
+            print(f"attention-lab: warning: {name} is installed in {where}, which graded code does not import "
+                  "from (only Python's own environment): its layer is missing in the child. Install it into "
+                  "the environment of this Python.", file=sys.stderr)
     if isolation.get("files") == PYTHON:
         if "files" not in _warned:
             _warned.add("files")

@@ -137,11 +137,6 @@ def close(a, b, atol=ATOL, rtol=RTOL, equal_nan=False):
                                                       equal_nan=equal_nan))
 
 
-def expect_dims(t, dims, what):
-    """``t`` has ``dims`` dimensions and at least one element, or the check fails saying so."""
-    expect(t.dim() == dims and t.numel() > 0, f"{what} has shape {tuple(t.shape)}; expected {dims} dimensions")
-
-
 def check_shapes(obs, configs, expected_shape):
     """Judge ``shape_reports``: shape, dtype and device follow the input; input untouched."""
     by_name = {c["name"]: c for c in configs}

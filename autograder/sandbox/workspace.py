@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import importlib.util
 import os
 import site
 import stat
@@ -406,3 +407,21 @@ def site_paths():
     user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     return [p for p in dict.fromkeys(sys.path)
             if p and (p.startswith(roots) or p == user) and Path(p).resolve() != KIT_ROOT]
+
+
+BINDINGS = ("landlockpy", "pyseccomp")  # the Python bindings of two kernel layers (world.landlock, syscalls)
+
+
+@lru_cache(maxsize=None)
+def bindings_out_of_reach(names=BINDINGS) -> dict:
+    """Those of ``names`` that this process finds outside the folders graded code gets (``site_paths``):
+    name -> where it is. The child then runs without that layer, and only its isolation line says so:
+    bindings installed on PYTHONPATH or with pip's --target (seen on a GPU machine)."""
+    reach = [Path(p).resolve() for p in site_paths()]
+    found = {}
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        where = Path(spec.origin).resolve() if spec is not None and spec.origin else None
+        if where is not None and not any(where.is_relative_to(folder) for folder in reach):
+            found[name] = str(where.parent)
+    return found
