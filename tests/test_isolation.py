@@ -471,10 +471,7 @@ def test_graded_as_an_ordinary_user(root, tmp_path):
         report = json.loads(done.stdout.strip().splitlines()[-1])
         assert report["uid"] == ORDINARY_UID
         assert report["reference"] == report["full"], report
-        said = report["cases"].pop("says_its_pids")["context_vector"]
-        parent, task, depth = re.search(r"pids seen: own \d+, parent (\d+); own thread in /proc (\w+); "
-                                        r"pids in /proc's namespace (\d+)", said).groups()
-        assert (parent, task, depth) == ("0", "True", "1"), said  # CUDA's driver needs that /proc
+        pids = report["cases"].pop("says_its_pids")
         for stem, seen in report["cases"].items():
             assert not seen["leaked"], (stem, seen)
             assert seen["lost"], (stem, seen)
@@ -485,6 +482,11 @@ def test_graded_as_an_ordinary_user(root, tmp_path):
         for spot in written:
             spot.unlink()
         assert not written, f"written as an ordinary user: {written}"
+        seen = re.search(r"pids seen: own \d+, parent (\d+); own thread in /proc (\w+); "
+                         r"pids in /proc's namespace (\d+)", pids["context_vector"])
+        assert seen, pids["context_vector"]
+        needs("its own PID namespace" in pids["processes"], f"no PID namespace for an ordinary user here: {pids}")
+        assert seen.groups() == ("0", "True", "1"), pids  # its /proc the namespace's: CUDA's driver needs it
     finally:
         shutil.rmtree(shared, ignore_errors=True)
 
@@ -526,6 +528,7 @@ for stem, folder in cases:
         "lost": [r.id for r in graded.results if not r.passed],
         "isolation": graded.isolation["files"],
         "context_vector": next(r.feedback for r in graded.results if r.id == "s1.context_vector"),
+        "processes": graded.isolation["processes"],
     }
 report["reference"] = sum(r.points for r in grade(os.path.join(sys.argv[2], "solutions")).results)
 report["full"] = CourseConfig().max_points()
@@ -860,10 +863,11 @@ def test_bindings_that_graded_code_cannot_import_are_named_once(tmp_path, monkey
     """A kernel layer's bindings installed on PYTHONPATH (pip --target) are found by the grader and not by
     graded code, whose import path is Python's own environment: the child would run without the layer,
     and its isolation line alone would say so. The grader names them, once; installed beside Python, none."""
-    fake = tmp_path / "elsewhere" / "landlockpy"
+    fake = tmp_path / "elsewhere" / "fake_binding"  # a name no environment has
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    code = "from autograder.sandbox.workspace import bindings_out_of_reach as b; print(sorted(b()))"
+    code = ("from autograder.sandbox.workspace import bindings_out_of_reach as b; "
+            "print(sorted(b(('fake_binding', 'json'))))")  # json: the standard library's, within reach
 
     def found(*pythonpath):
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath))}
@@ -872,7 +876,7 @@ def test_bindings_that_graded_code_cannot_import_are_named_once(tmp_path, monkey
         return done.stdout.strip()
 
     kit = Path(__file__).resolve().parents[1]
-    assert found(tmp_path / "elsewhere", kit) == "['landlockpy']"
+    assert found(tmp_path / "elsewhere", kit) == "['fake_binding']"
     assert found(kit) == "[]"
     from autograder.grading import grade as grading
 

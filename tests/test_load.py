@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -92,9 +93,14 @@ def graded_on_one_busy_cpu(tmp_path, code=SLOW_BUT_HONEST, **runner_settings):
     with subprocess.Popen([sys.executable, "-c", STARVED_SCRIPT, str(ROOT), str(sub), json.dumps(runner_settings)],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           preexec_fn=lambda: os.sched_setaffinity(0, {0})) as grading:
-        warm = grading.stdout.readline().strip() == "warm"  # its imports and the fork server's, done quiet
-        with busy(2 * warm, cpus={0}, sessions=True):
-            out, err = grading.communicate("go\n", timeout=300)
+        try:
+            said = select.select([grading.stdout], [], [], 300)[0]  # its imports and the fork server's, done quiet
+            warm = bool(said) and grading.stdout.readline().strip() == "warm"
+            with busy(2 * warm, cpus={0}, sessions=True):
+                out, err = grading.communicate("go\n", timeout=300)
+        except subprocess.TimeoutExpired:
+            grading.kill()  # never a test that waits for ever
+            raise
     assert warm and grading.returncode == 0, err[-3000:]
     return json.loads(out.strip().splitlines()[-1])
 

@@ -12,6 +12,7 @@ from ..curriculum import STAGES
 from .config import CourseConfig
 from .registry import registry
 
+
 class _Word(str, Enum):
     """A member that is its word wherever a string is: printed, formatted, compared, hashed, in JSON
     (records and results.json hold the plain words, and read back equal)."""
@@ -37,6 +38,7 @@ class Cause(_Word):
     UNTOUCHED = "untouched"  # the code it needs was never written: the stub's NotImplementedError, no module
     TOO_SLOW = "too slow"  # it ran out of its time
     GRADER = "grader"  # the grader's own failure (ERROR), or no device to check it on: not the student's
+
 
 GRADER_ERROR = ("the grader failed on this check, which is not your fault: the check gets no points for now and "
                 "will be graded again once the grader is fixed")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import importlib.machinery
 import importlib.util
 import os
 import site
@@ -417,11 +418,9 @@ def bindings_out_of_reach(names=BINDINGS) -> dict:
     """Those of ``names`` that this process finds outside the folders graded code gets (``site_paths``):
     name -> where it is. The child then runs without that layer, and only its isolation line says so:
     bindings installed on PYTHONPATH or with pip's --target (seen on a GPU machine)."""
-    reach = [Path(p).resolve() for p in site_paths()]
     found = {}
     for name in names:
-        spec = importlib.util.find_spec(name)
-        where = Path(spec.origin).resolve() if spec is not None and spec.origin else None
-        if where is not None and not any(where.is_relative_to(folder) for folder in reach):
-            found[name] = str(where.parent)
+        here = importlib.util.find_spec(name)
+        if here is not None and importlib.machinery.PathFinder.find_spec(name, site_paths()) is None:
+            found[name] = str(Path(here.origin).parent) if here.origin else name  # where this process has it
     return found
