@@ -71,7 +71,7 @@ def _judge(check, obs, golden, device) -> Verdict:
         if obs is None:
             return Verdict(FAILED, "no result came back for this check")
         if isinstance(obs, dict) and "error" in obs:
-            return Verdict(FAILED, described(obs["error"]), cause=cause_of(obs["error"]))
+            return _failed(obs["error"])
         note = check.judge(obs, Context(golden, device))
     except Fail as exc:
         return Verdict(FAILED, str(exc) or "failed", cause=exc.cause or Cause.STUDENT)
@@ -81,7 +81,7 @@ def _judge(check, obs, golden, device) -> Verdict:
             form = expected_form(check.probe, device)
             raised = student_error(obs, form)
             if raised:
-                return Verdict(FAILED, described(raised), cause=cause_of(raised))
+                return _failed(raised)
             unlike = misfit(obs, form)
             if unlike:
                 return Verdict(FAILED, f"this check could not measure your code: {unlike}")
@@ -91,6 +91,11 @@ def _judge(check, obs, golden, device) -> Verdict:
     if isinstance(note, Note):
         return Verdict(PASSED, note.text, values=dict(note.values))
     return Verdict(PASSED, note if isinstance(note, str) else "")
+
+
+def _failed(record) -> Verdict:
+    """The verdict of an error record the student's code left: its description and its cause."""
+    return Verdict(FAILED, described(record), cause=cause_of(record))
 
 
 def grade(submission, stages=None, devices=None, timeout_s=None, server=None, config=None, pictures=None):

@@ -87,18 +87,18 @@ def namespaces() -> dict:
     the IPC namespace holds no SysV object or POSIX message queue of anyone else's, and what the child
     makes there goes with it. Containers that forbid
     namespaces (Docker's default) leave Landlock, the syscall filter and the audit hook."""
-    pids = in_own_pid_namespace()
-    proc = False
-    if os.getuid() != 0:
+    pids, root = in_own_pid_namespace(), os.getuid() == 0
+    if not root:
         # The fork server's user namespace owns the PID namespace, and this child still holds the
         # server's capabilities there: the one place where the kernel lets it mount that namespace's
         # /proc. So first a mount namespace there, with that /proc; the child's own user namespace,
         # next, copies it, and grants nothing over the server's.
-        proc = pids and own_mount_namespace() and own_proc()
+        if pids and own_mount_namespace():
+            own_proc()
         if not own_user_namespace():
             return {"network": False, "mounts": False, "ipc": False, "pids": pids}
     mounts = own_mount_namespace()
-    if mounts and pids and not proc:  # root: its mount namespace is where it may
+    if root and mounts and pids:  # root mounts it in its own mount namespace
         own_proc()
     return {"network": libc.unshare(CLONE_NEWNET) == 0, "mounts": mounts, "ipc": libc.unshare(CLONE_NEWIPC) == 0,
             "pids": pids}

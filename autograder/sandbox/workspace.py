@@ -418,9 +418,9 @@ def bindings_out_of_reach(names=BINDINGS) -> dict:
     """Those of ``names`` that this process finds outside the folders graded code gets (``site_paths``):
     name -> where it is. The child then runs without that layer, and only its isolation line says so:
     bindings installed on PYTHONPATH or with pip's --target (seen on a GPU machine)."""
-    found = {}
+    found, reach = {}, site_paths()
     for name in names:
         here = importlib.util.find_spec(name)
-        if here is not None and importlib.machinery.PathFinder.find_spec(name, site_paths()) is None:
+        if here is not None and importlib.machinery.PathFinder.find_spec(name, reach) is None:
             found[name] = str(Path(here.origin).parent) if here.origin else name  # where this process has it
     return found

@@ -43,8 +43,10 @@ def gelu(x):
 
 
 def feed_forward(weights, x, prefix=""):
-    layer = lambda i: (weights[f"{prefix}layers.{i}.weight"].double(), weights[f"{prefix}layers.{i}.bias"].double())  # noqa: E731
-    return F.linear(gelu(F.linear(x.double(), *layer(0))), *layer(2))
+    hidden = F.linear(x.double(), weights[f"{prefix}layers.0.weight"].double(),
+                      weights[f"{prefix}layers.0.bias"].double())
+    return F.linear(gelu(hidden), weights[f"{prefix}layers.2.weight"].double(),
+                    weights[f"{prefix}layers.2.bias"].double())
 
 
 def expect_formula(out, want, what, wrong, tol, out_float32, shape_hint=""):
