@@ -26,3 +26,23 @@ def test_the_bench_times_each_grading_against_import_torch(capsys):
     bench.main(["--repeat", "1"])
     out = capsys.readouterr().out
     assert "300/300" in out and "0/300" in out and out.count("x import torch") == 3, out
+
+
+def test_a_gpu_run_cut_short_still_names_its_failures_and_why(tmp_path):
+    """tests/gpu/run.sh's suite writes a report log as each test ends; failures.py reads it back, so a
+    device run cut before pytest's summary (two were, on an H200) still shows each failure's frame."""
+    import subprocess
+    import sys
+
+    from tests.gpu.failures import failures
+
+    (tmp_path / "test_x.py").write_text(
+        "def test_a():\n    weights = [1.0, 0.71]\n    assert sum(weights) == 1, 'row 3 sums to 0.71'\n"
+        "def test_b():\n    pass\n")
+    log = tmp_path / "report.jsonl"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--report-log", str(log),
+                    str(tmp_path / "test_x.py")], cwd=tmp_path, capture_output=True, timeout=120)
+    said = list(failures(log.read_text().splitlines()))
+    assert said[0] == "== test_x.py::test_a (call)", said
+    assert any("row 3 sums to 0.71" in line for line in said) and said[-1].endswith("test_x.py:3"), said
+    assert not any("test_b" in line for line in said)

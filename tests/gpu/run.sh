@@ -14,7 +14,11 @@
 #   4. the timings: the layers (fp32 and bf16, GPT-2 size and 8k tokens), one submission, a class.
 # and ends with one summary line. STEPS="suite grading agreement timings" (the default) picks steps, for
 # a machine that lends a GPU in shorter spells than the whole run (about 10 minutes on one H100); SUITE_ARGS
-# adds arguments to the suite's pytest.
+# adds arguments to the suite's pytest. The suite alone took more than 10 minutes on an H200 with 16 cores
+# (every grading there runs on both devices, and the load tests keep twice the cores busy):
+# SUITE_PART=1/2, then SUITE_PART=2/2, runs every other test file, so two calls give the whole suite's two
+# summary lines. Each test's outcome is written as it ends (suite-report.jsonl, pytest-reportlog) and each
+# failure's traceback to failures.txt, so that a run cut short still says which tests failed and why.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-gpu-run}
@@ -40,8 +44,17 @@ step() {  # step NAME COMMAND...: run it, log it, remember a failure
 }
 steps=" ${STEPS:-suite grading agreement timings} "
 if [[ $steps == *" suite "* ]]; then
+    files=()
+    if [ -n "${SUITE_PART:-}" ]; then  # k/n: the k-th of every n test files, in name order
+        k=${SUITE_PART%/*} n=${SUITE_PART#*/} i=0
+        for f in tests/test_*.py; do
+            [ $(( i++ % n )) = $(( k - 1 )) ] && files+=("$f")
+        done
+    fi
     # shellcheck disable=SC2086  # SUITE_ARGS: more pytest arguments, split on spaces (--ignore=..., -k ...)
-    step suite "$py" -m pytest -q -p no:cacheprovider -n auto --dist loadscope --no-loadscope-reorder -rs ${SUITE_ARGS:-}
+    step suite "$py" -m pytest -q -p no:cacheprovider -n auto --dist loadscope --no-loadscope-reorder -rs \
+        --report-log "$out/suite-report.jsonl" ${SUITE_ARGS:-} "${files[@]}"
+    "$py" tests/gpu/failures.py "$out/suite-report.jsonl" > "$out/failures.txt"
 fi
 if [[ $steps == *" grading "* ]]; then
     step solutions "$py" -m autograder.cli grade solutions --verbose --json "$out/solutions.json"
