@@ -145,6 +145,33 @@ def test_the_look_cell_draws_the_reference_and_asks_for_code_on_the_stubs(stage,
             assert "Not written yet" in said.stdout, said.stdout
 
 
+@pytest.mark.parametrize("stage", [STAGES[1], STAGES[10]], ids=lambda s: s.module)
+def test_the_self_check_cell_runs_the_stages_public_checks_but_not_in_autograde(stage, monkeypatch, capsys):
+    """The cell as IPython runs it (its own input transformer turns ``!`` into a system call, stood in
+    for here): a student's run starts the stage's public checks in a fresh process; nbgrader's autograde
+    (NBGRADER_EXECUTION=autograde) starts nothing, as only the grade cells count there."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    (cell,) = [c for c in stage_notebook(stage, "", None)["cells"]
+               if c["metadata"].get("nbgrader", {}).get("grade_id", "").endswith("-selfcheck")]
+    code = compile(TransformerManager().transform_cell("".join(cell["source"])), "<self-check cell>", "exec")
+    for execution in (None, "validate", "autograde"):
+        ran = []
+        shell = type("Shell", (), {"system": lambda self, command: ran.append(command)})()
+        if execution is None:
+            monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+        else:
+            monkeypatch.setenv("NBGRADER_EXECUTION", execution)
+        exec(code, {"get_ipython": lambda: shell})
+        said = capsys.readouterr().out
+        if execution == "autograde":
+            assert ran == [] and "Not run while autograding" in said, (ran, said)
+        else:
+            (command,) = ran
+            assert command.endswith(f"-m pytest -q -p no:cacheprovider -m stage{stage.number} tests"), command
+            assert said == ""
+
+
 GIVEN_COURSE = {"stages": [1, 2, 3, 4, 9], "given": [8]}
 
 

@@ -237,6 +237,17 @@ def test_warnings_and_stderr_do_not_zero_a_grade_cell(course):
     assert passed, "none of carol's stage 3 grade cells passed"
 
 
+def test_autograde_starts_no_public_checks(course):
+    """Each self-check cell, run by autograde's kernel, says it was not run: only grade cells count there,
+    and its pytest would cost each notebook a process that imports torch (test_course runs it as a student)."""
+    course, _ = course
+    for path in (course / "autograded").glob(f"*/{ASSIGNMENT}/*.ipynb"):
+        (cell,) = [c for c in json.loads(path.read_text())["cells"]
+                   if c["metadata"].get("nbgrader", {}).get("grade_id", "").endswith("-selfcheck")]
+        said = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+        assert said.startswith("Not run while autograding") and "passed" not in said, (path, said)
+
+
 def test_students_modules_are_not_replaced_at_autograde(course):
     course, _ = course
     for student in ("alice", "carol"):

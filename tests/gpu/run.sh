@@ -51,9 +51,11 @@ if [[ $steps == *" suite "* ]]; then
             [ $(( i++ % n )) = $(( k - 1 )) ] && files+=("$f")
         done
     fi
+    # --report-log=FILE in one word: pytest picks its rootdir (and so pyproject.toml) from the arguments before
+    # it knows a plugin's options, and a separate FILE would count as one (no testpaths, nor markers, then).
     # shellcheck disable=SC2086  # SUITE_ARGS: more pytest arguments, split on spaces (--ignore=..., -k ...)
     step suite "$py" -m pytest -q -p no:cacheprovider -n auto --dist loadscope --no-loadscope-reorder -rs \
-        --report-log "$out/suite-report.jsonl" ${SUITE_ARGS:-} "${files[@]}"
+        --report-log="$out/suite-report.jsonl" ${SUITE_ARGS:-} "${files[@]}"
     "$py" tests/gpu/failures.py "$out/suite-report.jsonl" > "$out/failures.txt"
 fi
 if [[ $steps == *" grading "* ]]; then
