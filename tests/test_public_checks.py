@@ -13,6 +13,7 @@ import pytest
 
 from autograder.authoring.build import SHARED_WITH_STUDENTS
 from autograder.curriculum import STAGES as REGISTERED
+from tests.forked_pytest import ForkedPytestRun
 from tools.zoo import CORRECT, SEEDS, WRONG, assemble, read_entry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,19 +24,26 @@ STAGES = sorted(REGISTERED)  # every stage the kit grades has public checks
 HIDDEN = ("golden", "jacobian", "known_weights", "state_dict_report", "leak_report", "dropout_report", "autograder")
 
 
+STUDENT_OPTIONS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")  # a course's environment has no Hypothesis
+
+
+def student_env(submission=None):
+    """The environment of a student's pytest run, checking ``submission`` when given."""
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_VAR, "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the student's folder
+    if submission is not None:
+        env[ENV_VAR] = str(submission)
+    return env
+
+
 class PytestRun:
     """``python -m pytest ARGS -p no:cacheprovider`` in a subprocess, started at once so that
     the runs (each mostly importing torch) overlap; ``result()`` waits: (exit code, output)."""
 
     def __init__(self, *args, cwd=ROOT, submission=None):
-        env = {k: v for k, v in os.environ.items() if k not in (ENV_VAR, "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
-        env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the student's folder
-        if submission is not None:
-            env[ENV_VAR] = str(submission)
-        # as a student's environment runs them: no Hypothesis plugin (see conftest.py)
-        self.proc = subprocess.Popen([sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider",
-                                      "-p", "no:hypothesispytest"], cwd=cwd,
-                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen([sys.executable, "-m", "pytest", *args, *STUDENT_OPTIONS], cwd=cwd,
+                                     env=student_env(submission), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
         self._result = None
 
     def result(self):
@@ -271,10 +279,27 @@ def edited(tmp_path_factory):
 
     def run(job):
         folder, args = job
-        return PytestRun(*args, cwd=ROOT / "assignments", submission=folder).result()
+        return ForkedPytestRun(*args, *STUDENT_OPTIONS, cwd=ROOT / "assignments", env=student_env(folder)).result()
 
-    with ThreadPoolExecutor(2) as pool:  # each run is mostly importing torch
+    with ThreadPoolExecutor(2) as pool:  # forked from one process that imported torch: the verdicts are the point
         return dict(zip(jobs, pool.map(run, jobs.values())))
+
+
+def test_a_forked_run_gives_what_a_fresh_interpreter_gives(tmp_path):
+    """The shortcut the variants take (``ForkedPytestRun``) against a student's own process (``PytestRun``),
+    on a variant that fails one check: the same exit code, failures and feedback, the summary's time aside."""
+    float_mask = WRONG[[p.stem for p in WRONG].index("pytorch_float_mask")]
+    folder = assemble(float_mask, read_entry(float_mask), tmp_path)
+    fresh = PytestRun("-q", STAGE4_FILE, cwd=ROOT / "assignments", submission=folder)
+    forked = ForkedPytestRun("-q", STAGE4_FILE, *STUDENT_OPTIONS, cwd=ROOT / "assignments", env=student_env(folder))
+    (fresh_code, fresh_output), (forked_code, forked_output) = fresh.result(), forked.result()
+
+    def timeless(output):
+        return re.sub(r" in [\d.]+s", "", output)
+
+    assert fresh_code == forked_code == 1, (fresh_output, forked_output)
+    assert failure_sections(fresh_output) == failure_sections(forked_output)
+    assert timeless(fresh_output).splitlines()[-1] == timeless(forked_output).splitlines()[-1], forked_output
 
 
 def test_a_pytorch_variant_with_a_float_0_1_mask_fails_the_causality_check_naming_the_trap(edited, reference_ids):
