@@ -24,6 +24,12 @@ def test_the_kit_fingerprint_covers_exactly_the_runtime_package():
     assert kit_fingerprint() == digest.hexdigest()
 
 
+def test_the_top_of_the_package_holds_the_command_the_shared_facts_and_the_two_shims():
+    """Everything else lives in the zone it belongs to (docs/architecture.md): at most six modules here."""
+    top = sorted(p.stem for p in KIT_PACKAGE.glob("*.py") if p.stem != "__init__")
+    assert top == ["cli", "curriculum", "errors", "gradecell", "paths", "release_guard"], top
+
+
 def test_the_paths_existing_courses_import_still_work():
     assert importlib.import_module("autograder.gradecell").check.__module__ == "autograder.delivery.nbgrader.gradecell"
     guard = importlib.import_module("autograder.release_guard").ReleaseGuard

@@ -7,7 +7,7 @@ from autograder.authoring.build import drift, golden_drift, planned_files
 from autograder.curriculum import STAGES
 from autograder.errors import BuildError
 from autograder.grading.registry import all_checks, max_points
-from autograder.markers import strip_solutions
+from autograder.common.markers import strip_solutions
 
 
 def test_committed_files_match_a_fresh_build(root):

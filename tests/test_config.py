@@ -149,7 +149,7 @@ def test_a_stage_given_lets_a_course_teach_what_builds_on_it():
 
 def test_the_given_code_is_the_references_and_says_it_is_given(root):
     from autograder.grading.config import GIVEN_MARK, given_code
-    from autograder.markers import solved
+    from autograder.common.markers import solved
 
     config = from_data({"stages": [1, 2, 3, 4, 9], "given": [8]})
     (code,) = given_code(config).values()

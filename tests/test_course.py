@@ -17,7 +17,7 @@ from autograder.grading.config import from_data
 from autograder.grading.grade import plan
 from autograder.grading.registry import all_checks
 from autograder.intake.notebooks import module_of, source_text
-from autograder.markers import strip_solutions
+from autograder.common.markers import strip_solutions
 from autograder.sandbox.runner import worst_case_s
 
 SOURCE = f"source/{DEFAULT_ASSIGNMENT}"
@@ -193,7 +193,7 @@ def test_a_given_stage_has_no_notebook_and_ships_the_kits_code_which_autograde_p
 
 
 def found_solutions_in(files):
-    from autograder.markers import BEGIN, HIDDEN_BEGIN
+    from autograder.common.markers import BEGIN, HIDDEN_BEGIN
 
     return [rel for rel, content in files.items() if "/attention_lab/" in rel
             and (BEGIN.encode() in content or HIDDEN_BEGIN.encode() in content)]

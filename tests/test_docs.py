@@ -8,7 +8,7 @@ import pytest
 from autograder.cli import main
 from autograder.curriculum import STAGES
 from autograder.grading.registry import all_checks, max_points
-from autograder.markers import solved
+from autograder.common.markers import solved
 
 # The slip of docs/instructors/grade.md's partly done submission: the causal mask the wrong way round
 # (tril, hiding the past and showing the future), in both places stage 3 builds one.

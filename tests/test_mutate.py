@@ -4,7 +4,7 @@ names (``dim=1`` for ``dim=-1`` on a 2-D matrix)."""
 import ast
 import json
 
-from autograder.markers import solved
+from autograder.common.markers import solved
 from tools.mutate import main, mutants, solution_lines
 from tools.zoo import SOLUTIONS
 

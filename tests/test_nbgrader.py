@@ -47,7 +47,7 @@ from autograder.grading.grade import grade
 from autograder.grading.registry import max_points
 from autograder.grading.results import stage_totals
 from autograder.intake.notebooks import module_of, source_text
-from autograder.markers import BEGIN, END, HIDDEN_BEGIN
+from autograder.common.markers import BEGIN, END, HIDDEN_BEGIN
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "attention_lab"

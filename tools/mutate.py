@@ -29,7 +29,7 @@ from pathlib import Path
 
 from autograder.curriculum import STAGE_OF, stages_using
 from autograder.grading.config import CourseConfig
-from autograder.markers import BEGIN, END, solved
+from autograder.common.markers import BEGIN, END, solved
 from tools.zoo import SOLUTIONS
 
 SWAPS = {  # operator -> what it becomes: the slip a student makes next to the right one

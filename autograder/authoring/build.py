@@ -15,7 +15,7 @@ from ..grading.golden import GOLDEN_PATH, compute_golden, serialize
 from ..grading.grade import plan
 from ..grading.registry import all_checks
 from ..intake.submission import open_submission
-from ..markers import strip_solutions
+from ..common.markers import strip_solutions
 from ..public import tiny_gpt
 from ..paths import KIT_ROOT
 from ..sandbox.runner import run_tasks

@@ -34,7 +34,7 @@ from ..errors import BuildError
 from ..grading.config import CourseConfig, given_code
 from ..grading.grade import plan
 from ..intake import notebooks
-from ..markers import BEGIN, HIDDEN_BEGIN, HIDDEN_END, solved
+from ..common.markers import BEGIN, HIDDEN_BEGIN, HIDDEN_END, solved
 from ..paths import KIT_ROOT
 from ..sandbox.runner import worst_case_s
 from .build import planned_files

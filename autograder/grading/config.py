@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..curriculum import STAGE_OF, STAGES
 from ..errors import GradingError, UsageError
-from ..markers import solved
+from ..common.markers import solved
 from ..paths import KIT_ROOT
 from .registry import VISIBLE, all_checks, registry
 

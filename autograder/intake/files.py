@@ -16,8 +16,8 @@ import stat
 from pathlib import Path
 
 from ..errors import SubmissionError
-from ..limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
-from ..regular_files import OPEN_FILE, NotRegular, TooLarge, read_regular
+from ..common.limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
+from ..common.regular_files import OPEN_FILE, NotRegular, TooLarge, read_regular
 
 MAX_DEPTH = 16  # folders inside the package; the lab's package has none
 _OPEN_DIR = OPEN_FILE | os.O_DIRECTORY

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 
 from ..curriculum import STAGES
-from ..regular_files import NotRegular, read_regular
+from ..common.regular_files import NotRegular, read_regular
 
 MODULES = tuple(s.module for s in STAGES.values())
 NOTEBOOK_MAX_BYTES = 20 * 2**20

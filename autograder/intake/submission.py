@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 
 from ..curriculum import STAGE_OF
 from ..errors import SubmissionError
-from ..limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
+from ..common.limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
 from . import notebooks
 from .files import is_folder, is_regular, left_out_note, read_package
 

@@ -34,9 +34,9 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from ..limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
+from ..common.limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
 from ..paths import KIT_PACKAGE, KIT_ROOT
-from ..regular_files import NotRegular, TooLarge, read_regular
+from ..common.regular_files import NotRegular, TooLarge, read_regular
 from . import protocol, world
 from .linux import libc
 

@@ -37,9 +37,9 @@ from ...grading.grade import available_devices, grade
 from ...grading.results import Record
 from ...intake.files import is_folder, is_regular, walk
 from ...intake.submission import holds_code
-from ...limits import MAX_SUBMISSION_FILES
+from ...common.limits import MAX_SUBMISSION_FILES
 from ...paths import KIT_PACKAGE, runtime_files
-from ...regular_files import NotRegular, read_regular
+from ...common.regular_files import NotRegular, read_regular
 from ...sandbox.forkserver import ForkServer
 from ...sandbox.runner import TASK_TIMEOUT_S, worst_case_s
 from ..report import TEMPORARY, csv_cell, printable, write_atomically, write_json

@@ -28,7 +28,7 @@ from nbgrader import utils
 from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 
-from ...markers import strip_solutions
+from ...common.markers import strip_solutions
 from ..report import wrapped
 from .pipelines import RECORDS
 

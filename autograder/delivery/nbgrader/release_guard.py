@@ -10,7 +10,7 @@ one paragraph (an exception would bury it in nbgrader's traceback).
 import sys
 from pathlib import Path
 
-from ...markers import BEGIN, HIDDEN_BEGIN
+from ...common.markers import BEGIN, HIDDEN_BEGIN
 
 
 def found_solutions(folder: Path) -> list[str]:

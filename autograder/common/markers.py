@@ -3,7 +3,7 @@ what a student who solved it hands in. The build writes the stubs with it, the c
 notebooks, and the release guard looks for what must never be released."""
 from __future__ import annotations
 
-from .errors import BuildError
+from ..errors import BuildError
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
