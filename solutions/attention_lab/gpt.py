@@ -67,9 +67,9 @@ class LayerNorm(nn.Module):
         # TODO: mean and variance over the last dimension (keepdim=True, unbiased=False), normalise,
         #       then scale and shift.
         ### BEGIN SOLUTION
-        mean = x.mean(dim=-1, keepdim=True)
-        var = x.var(dim=-1, keepdim=True, unbiased=False)
-        return self.scale * (x - mean) / torch.sqrt(var + self.eps) + self.shift
+        mean = x.mean(dim=-1, keepdim=True)  # (..., 1): one mean per vector
+        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)
+        return self.scale * (x - mean) / torch.sqrt(var + self.eps) + self.shift  # (..., emb_dim), as x
         ### END SOLUTION
 
 
@@ -135,7 +135,7 @@ class TransformerBlock(nn.Module):
     def forward(self, x):
         # TODO: the two residual branches above; each adds its (dropped-out) result to its own input.
         ### BEGIN SOLUTION
-        x = x + self.drop_shortcut(self.att(self.norm1(x)))
+        x = x + self.drop_shortcut(self.att(self.norm1(x)))  # (batch, num_tokens, emb_dim) throughout
         return x + self.drop_shortcut(self.ff(self.norm2(x)))
         ### END SOLUTION
 
@@ -169,9 +169,10 @@ class GPTModel(nn.Module):
         # TODO: embed the tokens and their positions (torch.arange on in_idx's device), add, dropout,
         #       the blocks, the final norm, the output head.
         ### BEGIN SOLUTION
-        positions = torch.arange(in_idx.shape[1], device=in_idx.device)
+        positions = torch.arange(in_idx.shape[1], device=in_idx.device)  # (num_tokens,): 0, 1, ...
+        # (batch, num_tokens, emb_dim) + (num_tokens, emb_dim): each position's vector added to its token's
         x = self.drop_emb(self.tok_emb(in_idx) + self.pos_emb(positions))
-        return self.out_head(self.final_norm(self.trf_blocks(x)))
+        return self.out_head(self.final_norm(self.trf_blocks(x)))  # (batch, num_tokens, vocab_size)
         ### END SOLUTION
 
 
@@ -187,9 +188,9 @@ def generate_greedy(model, idx, max_new_tokens, context_size):
     ### BEGIN SOLUTION
     for _ in range(max_new_tokens):
         with torch.no_grad():
-            logits = model(idx[:, -context_size:])
-        next_token = logits[:, -1, :].argmax(dim=-1, keepdim=True)
-        idx = torch.cat([idx, next_token.to(idx.dtype)], dim=1)
+            logits = model(idx[:, -context_size:])  # (batch, min(n, context_size), vocab_size)
+        next_token = logits[:, -1, :].argmax(dim=-1, keepdim=True)  # (batch, 1): the last position's choice
+        idx = torch.cat([idx, next_token.to(idx.dtype)], dim=1)  # (batch, n + 1)
     return idx
     ### END SOLUTION
 
@@ -221,7 +222,7 @@ class CachedTransformerBlock(nn.Module):
 
     def forward(self, x, cache=None):
         ### BEGIN SOLUTION
-        attended, cache = self.att(self.norm1(x), cache)
+        attended, cache = self.att(self.norm1(x), cache)  # (batch, n, emb_dim), and the cache of past + n tokens
         x = x + self.drop_shortcut(attended)
         return x + self.drop_shortcut(self.ff(self.norm2(x))), cache
         ### END SOLUTION
@@ -258,15 +259,16 @@ class CachedGPTModel(nn.Module):
         # TODO: past = how many tokens the caches hold (0 without); positions past .. past + n - 1;
         #       run each block with its own cache and collect the caches they return.
         ### BEGIN SOLUTION
+        # each block's cache is (keys, values), each (batch, num_heads, past, head_dim)
         past = 0 if caches is None else caches[0][0].shape[2]
-        positions = torch.arange(past, past + in_idx.shape[1], device=in_idx.device)
-        x = self.drop_emb(self.tok_emb(in_idx) + self.pos_emb(positions))
+        positions = torch.arange(past, past + in_idx.shape[1], device=in_idx.device)  # (n,): past .. past + n - 1
+        x = self.drop_emb(self.tok_emb(in_idx) + self.pos_emb(positions))  # (batch, n, emb_dim)
         caches = caches or [None] * len(self.trf_blocks)
         new_caches = []
         for block, cache in zip(self.trf_blocks, caches):
             x, cache = block(x, cache)
             new_caches.append(cache)
-        return self.out_head(self.final_norm(x)), new_caches
+        return self.out_head(self.final_norm(x)), new_caches  # (batch, n, vocab_size), n_layers caches
         ### END SOLUTION
 
 
@@ -289,9 +291,9 @@ def generate_cached(model, idx, max_new_tokens, context_size):
                 logits, caches = model(idx[:, -context_size:])
             else:
                 logits, caches = model(idx[:, -1:], caches)
-        next_token = logits[:, -1, :].argmax(dim=-1, keepdim=True)
+        next_token = logits[:, -1, :].argmax(dim=-1, keepdim=True)  # (batch, 1)
         idx = torch.cat([idx, next_token.to(idx.dtype)], dim=1)
-        if caches[0][0].shape[2] >= context_size:
+        if caches[0][0].shape[2] >= context_size:  # block 0's keys: (batch, num_heads, tokens held, head_dim)
             caches = None
     return idx
     ### END SOLUTION
@@ -314,7 +316,8 @@ def train_steps(model, batches, optimizer, steps):
     model.train()
     for step in range(steps):
         inputs, targets = batches[step % len(batches)]
-        logits = model(inputs)
+        logits = model(inputs)  # (batch, n, vocab_size)
+        # every position is one prediction: (batch * n, vocab_size) logits against (batch * n,) targets
         loss = nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
         optimizer.zero_grad()
         loss.backward()
