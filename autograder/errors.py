@@ -8,6 +8,8 @@
 - ``UsageError``: a command was asked for something it cannot do (not a class of submissions, a
   locked folder): a message for the instructor.
 """
+from __future__ import annotations
+
 
 
 class SubmissionError(Exception):
@@ -15,7 +17,7 @@ class SubmissionError(Exception):
     the one who grades (it may name their folders); ``student`` is what the student may read: no
     path of the grading machine, no advice meant for the instructor."""
 
-    def __init__(self, message, student=None):
+    def __init__(self, message: str, student: str | None = None) -> None:
         super().__init__(message)
         self.student = student or message
 

@@ -64,7 +64,7 @@ def weights_digest() -> str:
     return hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()
 
 
-def repeats(batch: int, seed: int, length: int = CONFIG["context_length"] + 1) -> torch.Tensor:
+def repeats(batch: int, seed: int, length: int = int(CONFIG["context_length"]) + 1) -> torch.Tensor:
     """``batch`` samples of the task, (batch, length) token ids: a word of 5 to 19 different random
     letters and a space, repeated to ``length``."""
     g = torch.Generator().manual_seed(seed)

@@ -286,7 +286,7 @@ def read_config(path: Path) -> CourseConfig:
     try:
         import tomllib
     except ImportError:  # Python 3.10
-        import tomli as tomllib
+        import tomli as tomllib  # type: ignore[no-redef]
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

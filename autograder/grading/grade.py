@@ -227,7 +227,7 @@ def clean(text):
     return text if len(text) <= FEEDBACK_MAX else text[:FEEDBACK_MAX] + " ..."
 
 
-_warned = set()  # what was said already: each warning once per process
+_warned: set[str] = set()  # what was said already: each warning once per process
 
 
 def _warn_once(isolation):

@@ -165,7 +165,8 @@ def moved_and_left(obs, what) -> list[Picture]:
     rows = []
     for report in reports:
         layer = f"{report['layer']}." if "layer" in report else ""
-        stayed = report.get("left_behind") if isinstance(report.get("left_behind"), list) else []
+        left = report.get("left_behind")
+        stayed: list = left if isinstance(left, list) else []
         rows += [(f"{layer}{name}", False) for name in stayed]
         if "mask" not in stayed and report.get("mask_device") not in (None, "none"):
             rows.append((f"{layer}mask (on {report['mask_device']})", report.get("mask_device") != "cpu"))

@@ -16,7 +16,7 @@ from .registry import registry
 class _Word(str, Enum):
     """A member that is its word wherever a string is: printed, formatted, compared, hashed, in JSON
     (records and results.json hold the plain words, and read back equal)."""
-    __str__, __format__, __hash__ = str.__str__, str.__format__, str.__hash__
+    __str__, __format__, __hash__ = str.__str__, str.__format__, str.__hash__  # type: ignore[assignment]
 
 
 class Status(_Word):
@@ -104,7 +104,7 @@ class Graded:
         """A test's ``extra_data``: a grader error's mark, why a check failed (``Cause``: the class
         summary counts the untouched apart), and a failed check's pictures (SVG text), which the
         Gradescope runner shows inline and nbgrader import under the grade cell."""
-        extra = {"grader_error": True} if result.status == ERROR else {}
+        extra: dict[str, object] = {"grader_error": True} if result.status == ERROR else {}
         if result.cause is not None:
             extra["cause"] = result.cause
         if self.isolation.get("files"):  # each check says what confined it: "kernel" or "python" (docs/security.md)
@@ -116,7 +116,8 @@ class Graded:
     def pictures_of(self) -> dict:
         """check id -> its pictures: a probe's pictures go with the first of its checks that failed
         (where the student looks), or with its first check when all passed."""
-        placed, by_probe = {}, {}
+        placed: dict[str, list] = {}
+        by_probe: dict[str, list[CheckResult]] = {}
         for r in self.results if self.pictures else []:
             check = registry().get(r.id)
             if check is not None:
@@ -255,5 +256,5 @@ class Record:
         record of an earlier kit is kept, so that a fixed kit grades only the rows it must."""
         if self.regrade:
             return False
-        unset = {"given": []}  # a record made before the course could give stages: none were given
+        unset: dict[str, list] = {"given": []}  # a record made before the course could give stages: none were given
         return all(self.extra.get(k, unset.get(k)) == v for k, v in key.items() if not (keep_records and k == "kit"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import SubmissionError
@@ -23,7 +24,8 @@ MAX_DEPTH = 16  # folders inside the package; the lab's package has none
 _OPEN_DIR = OPEN_FILE | os.O_DIRECTORY
 
 
-def walk(folder: Path, left_out: dict, max_depth=MAX_DEPTH):
+def walk(folder: Path, left_out: dict[str, str],
+         max_depth: int = MAX_DEPTH) -> Iterator[tuple[int, str, os.DirEntry[str]]]:
     """Every name below ``folder`` that is not a folder, as ``(folder descriptor, relative path,
     DirEntry)``: a folder's own names in name order, its folders after, without following a link and
     without recursion; names it
@@ -63,12 +65,14 @@ def walk(folder: Path, left_out: dict, max_depth=MAX_DEPTH):
             os.close(fd)
 
 
-def read_package(folder: Path, suffix=".py"):
+def read_package(folder: Path, suffix: str = ".py") -> tuple[dict[str, bytes], dict[str, str]]:
     """``(files, left_out)``: the student's ``suffix`` files under ``folder`` as ``{relative path:
     bytes}``, and ``{relative path: what it is}`` for each name left out (a link, a FIFO, ...; see
     ``left_out_note``). Within the submission limits, or ``SubmissionError``. ``folder`` itself
     must be a real folder."""
-    files, left_out, total = {}, {}, 0
+    files: dict[str, bytes] = {}
+    left_out: dict[str, str] = {}
+    total = 0
     for fd, name, entry in walk(folder, left_out):
         if not name.endswith(suffix):
             continue
@@ -85,13 +89,13 @@ def read_package(folder: Path, suffix=".py"):
     return files, left_out
 
 
-def left_out_note(name, what) -> str:
+def left_out_note(name: str, what: str) -> str:
     """What the student reads of a name ``read_package`` left out."""
     advice = "hand in the real file or folder instead" if what == "a symbolic link" else "it is not graded"
     return f"{name} is {what}, which is left out: {advice}"
 
 
-def _too_big(folder):
+def _too_big(folder: Path) -> SubmissionError:
     too_big = (f"more than {MAX_SUBMISSION_FILES} files or {MAX_SUBMISSION_BYTES // 2**20} MiB; "
                "remove data files that are not code")
     return SubmissionError(f"{folder} holds {too_big}", f"the {Path(folder).name}/ folder holds {too_big}")

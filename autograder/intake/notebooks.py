@@ -12,6 +12,8 @@ import json
 import re
 import sys
 import warnings
+from types import ModuleType
+from typing import Any
 from pathlib import Path
 
 from ..curriculum import STAGES
@@ -31,7 +33,7 @@ def module_cell(module: str, code: str) -> str:
     return f"%%writefile attention_lab/{module}.py\n{code}"
 
 
-def module_of(cell_source: str):
+def module_of(cell_source: str) -> tuple[str, str] | None:
     """``(module, code)`` when the cell saves one of the lab's modules, else None.
 
     Only the exact form written by ``module_cell`` counts (no ``-a``, no other folder), and the
@@ -43,7 +45,7 @@ def module_of(cell_source: str):
     return None
 
 
-def read(path: Path) -> dict:
+def read(path: Path) -> dict[str, Any]:
     """A notebook's JSON, refusing what is not one with a sentence that names the file and the rule
     broken: not a regular file (a link, a FIFO, a device) or larger than the limit (``files``), not
     UTF-8, not JSON or nested past what the parser allows, or not valid against nbformat's own schema
@@ -67,7 +69,7 @@ def read(path: Path) -> dict:
     return notebook
 
 
-def _validate(path, notebook):
+def _validate(path: Path, notebook: dict[str, Any]) -> None:
     """nbformat's own validator, after its own repair of what Jupyter fixes silently (missing cell ids)."""
     nbformat = _nbformat()
     from nbformat.validator import normalize
@@ -84,14 +86,14 @@ def _validate(path, notebook):
             raise NotebookError(f"{path.name} is not a notebook: it nests deeper than any notebook does") from None
 
 
-def _nbformat():
+def _nbformat() -> ModuleType:
     """nbformat, imported without the IRI grammar that jsonschema loads for its format checks where the
     package is installed (``rfc3987_syntax``: 0.7 s of nbformat's 0.8 s, a grading of notebooks took 3.5 s).
     No notebook's schema checks a format; once nbformat is in, the package may be imported as usual."""
     if "nbformat" in sys.modules or "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
         import nbformat
         return nbformat
-    sys.modules["rfc3987_syntax"] = None  # an import of it raises ImportError, which jsonschema expects
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # an import of it raises ImportError, which jsonschema expects
     try:
         import nbformat
     finally:
@@ -100,7 +102,7 @@ def _nbformat():
     return nbformat
 
 
-def source_text(cell: dict) -> str:
+def source_text(cell: dict[str, Any]) -> str:
     """nbformat stores a cell's source as one string or as a list of lines."""
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else str(source)
@@ -109,7 +111,7 @@ def source_text(cell: dict) -> str:
 def modules_in(path: Path) -> dict[str, str]:
     """``{module: code}`` for every module cell of the notebook at ``path``; when a notebook
     saves one module twice, the later cell wins, as it would when the notebook is run."""
-    found = {}
+    found: dict[str, str] = {}
     for cell in read(path)["cells"]:
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
             saved = module_of(source_text(cell))
@@ -123,7 +125,7 @@ def modules_in(path: Path) -> dict[str, str]:
     return found
 
 
-def fill(notebook: dict, modules: dict[str, str]) -> dict:
+def fill(notebook: dict[str, Any], modules: dict[str, str]) -> dict[str, Any]:
     """``notebook`` with the code of ``modules`` typed into their module cells, as a student
     does (for tests and benchmarks that play students)."""
     for cell in notebook["cells"]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import threading
+from collections.abc import Iterator
 
 # What is flagged -> why, in the instructor's words; one row per form, with why grading cares.
 # A dotted name is found however the code names it: ``sys._getframe``, ``from sys import _getframe``,
@@ -64,7 +65,7 @@ _PARSING = threading.Lock()
 def review(sources: dict[str, str]) -> list[str]:
     """Findings in ``sources`` (file name -> its text), in file and line order: ``"causal.py line 12:
     sys._getframe (reads the interpreter's frames)"``. A file that does not parse gives none."""
-    found = set()
+    found: set[tuple[str, int, str]] = set()
     for file, text in sources.items():
         try:
             with _PARSING:
@@ -75,7 +76,7 @@ def review(sources: dict[str, str]) -> list[str]:
     return [f"{file} line {line}: {what.strip('.()')} ({FLAGS[what]})" for file, line, what in sorted(found)]
 
 
-def _findings(tree):
+def _findings(tree: ast.AST) -> Iterator[tuple[int, str]]:
     """(line, the row of FLAGS) for each reach in ``tree``. ``ast.walk`` is iterative, so code nested
     deeper than Python recurses cannot crash it."""
     aliases = _aliases(tree)
@@ -99,13 +100,14 @@ def _findings(tree):
             yield from ((line, flag) for flag in _call(node, aliases))
 
 
-def _call(node, aliases):
+def _call(node: ast.Call, aliases: dict[str, str]) -> Iterator[str]:
     called = _dotted(node.func, aliases)
-    literal = node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+    first = node.args[0] if node.args else None
+    literal = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
     if called in IMPORTERS and node.args:
-        if not literal:
+        if literal is None:
             yield "__import__()"
-        elif flag := _flag(node.args[0].value):  # __import__("gc") is gc
+        elif flag := _flag(literal):  # __import__("gc") is gc
             yield flag
     elif called in ("exec", "eval", "compile"):
         yield f"{called}()"
@@ -118,10 +120,10 @@ def _call(node, aliases):
             yield flag
 
 
-def _aliases(tree) -> dict:
+def _aliases(tree: ast.AST) -> dict[str, str]:
     """Local name -> what it was imported as: ``import torch as t`` gives t -> torch, ``from torch
     import _C`` gives _C -> torch._C. Wherever the import is (in a function too)."""
-    found = {}
+    found: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -133,7 +135,7 @@ def _aliases(tree) -> dict:
     return found
 
 
-def _dotted(node, aliases) -> str | None:
+def _dotted(node: ast.expr, aliases: dict[str, str]) -> str | None:
     """``a.b.c`` as a string, its first name read through ``aliases``; None for anything else."""
     parts = []
     while isinstance(node, ast.Attribute):
@@ -144,7 +146,7 @@ def _dotted(node, aliases) -> str | None:
     return ".".join([aliases.get(node.id, node.id), *reversed(parts)])
 
 
-def _flag(name) -> str | None:
+def _flag(name: str | None) -> str | None:
     """The row of FLAGS that the dotted ``name`` falls under, if any."""
     if not name or name in ("importlib", "importlib.import_module"):  # judged where it is called (_call)
         return None

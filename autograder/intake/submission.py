@@ -19,10 +19,12 @@ Nothing here runs student code: notebooks are read as JSON, and modules are only
 """
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -52,7 +54,7 @@ def holds_code(folder: Path) -> bool:
     return _package_in(folder) is not None or holds_modules(folder)
 
 
-def _package_in(folder: Path):
+def _package_in(folder: Path) -> Path | None:
     """``folder/attention_lab`` when it is there, as a folder or a link (which reading refuses, and says so)."""
     package = folder / "attention_lab"
     return package if is_folder(package) or package.is_symlink() else None
@@ -65,10 +67,10 @@ class Submission:
     left_out: dict[str, str] = field(default_factory=dict)  # module -> why its file was not read (a link, ...)
     replaced: dict[str, str] = field(default_factory=dict)  # module -> code taken from a notebook
     origins: dict[str, str] = field(default_factory=dict)  # module -> where its code came from
-    stages: set | None = None  # what to grade when the caller does not say (None: every stage)
+    stages: set[int] | None = None  # what to grade when the caller does not say (None: every stage)
     notes: list[str] = field(default_factory=list)  # what the student should know about what was graded
 
-    def give(self, modules: dict[str, str]):
+    def give(self, modules: dict[str, str]) -> None:
         """Grade ``modules`` (module -> the kit's code) whatever the student handed in for them: the course
         gives their stages, so the stages that import them are graded with the kit's own, and the student told."""
         for module, code in modules.items():
@@ -82,7 +84,7 @@ class Submission:
 
     def code(self) -> dict[str, str]:
         """module -> the code that is graded for it (a notebook's cell, or the module file)."""
-        found = {}
+        found: dict[str, str] = {}
         for module in STAGE_OF:
             if module in self.replaced:
                 found[module] = self.replaced[module]
@@ -92,7 +94,7 @@ class Submission:
 
 
 @contextmanager
-def opened(path):
+def opened(path: str | os.PathLike[str]) -> Iterator[Submission]:
     """``open_submission``, for a zip as well: it is unpacked into a temporary folder that lasts
     as long as the ``with`` block (the runner copies what it grades before the block ends)."""
     path = Path(path).expanduser().resolve()
@@ -107,7 +109,7 @@ def opened(path):
         yield open_submission(path)
 
 
-def open_submission(path) -> Submission:
+def open_submission(path: str | os.PathLike[str]) -> Submission:
     path = Path(path).expanduser().resolve()
     if not path.exists():
         raise SubmissionError(f"{path}: no such file or directory", f"nothing was handed in. {HAND_IN}")
@@ -124,7 +126,7 @@ def open_submission(path) -> Submission:
         return _from_package(path)  # the package itself was named: its files, not any notebook beside it
     package = _package_in(path)
     found = sorted(path.glob("*.ipynb"))
-    refused = []  # notebooks that are not readable ones: said, never a reason to stop
+    refused: list[str] = []  # notebooks that are not readable ones: said, never a reason to stop
     if found:
         sub = _from_notebooks(found, package, required=False, refused=refused)
         if sub.replaced:
@@ -140,7 +142,7 @@ def open_submission(path) -> Submission:
     return sub
 
 
-def _descend(folder: Path, depth=4) -> Path:
+def _descend(folder: Path, depth: int = 4) -> Path:
     """Through folders that hold nothing but one folder, to where the work is."""
     for _ in range(depth):
         if holds_code(folder) or any(folder.glob("*.ipynb")):
@@ -152,7 +154,7 @@ def _descend(folder: Path, depth=4) -> Path:
     return folder
 
 
-def unzip(archive: Path, dest: Path):
+def unzip(archive: Path, dest: Path) -> None:
     """Unpack ``archive`` into ``dest``: regular files only (no links, which could point at the
     grader's files), no name that leaves ``dest``, and no more than the runner would copy."""
     total = files = 0
@@ -197,8 +199,10 @@ def _from_package(package: Path) -> Submission:
                       origins={m: f"attention_lab/{m}.py" for m in STAGE_OF if f"{m}.py" in files}, notes=notes)
 
 
-def _from_notebooks(paths, package, required=True, refused=None) -> Submission:
-    files, left_out = {}, {}
+def _from_notebooks(paths: list[Path], package: Path | None, required: bool = True,
+                    refused: list[str] | None = None) -> Submission:
+    files: dict[str, bytes] = {}
+    left_out: dict[str, str] = {}
     if package is not None and is_folder(package):
         files, left_out = read_package(package)
     elif package is not None:  # a link: the notebooks are graded, and the student told why the folder is not
@@ -234,7 +238,7 @@ def _from_notebooks(paths, package, required=True, refused=None) -> Submission:
     return sub
 
 
-def _modules_left_out(left_out) -> dict:
+def _modules_left_out(left_out: dict[str, str]) -> dict[str, str]:
     """module -> what its file is, for the module files among what ``read_package`` left out."""
     return {m: left_out_note(f"attention_lab/{m}.py", left_out[f"{m}.py"]) for m in STAGE_OF if f"{m}.py" in left_out}
 

@@ -19,7 +19,7 @@ MODULES = (stage1, stage2, stage3, stage4, stage5, stage6, stage7, stage8, stage
 @lru_cache(maxsize=1)
 def load() -> dict:
     """Every probe, name -> ``common.Probe``: what each stage's module declares, gathered."""
-    found = {}
+    found: dict = {}
     for module in MODULES:
         twice = set(found) & set(module.PROBES)
         if twice:

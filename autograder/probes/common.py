@@ -65,7 +65,7 @@ class Lab:
     def __init__(self, root: Path):
         global SUBMISSION_ROOT
         self.root = SUBMISSION_ROOT = Path(root).resolve()
-        self._failed = {}
+        self._failed: dict = {}
 
     def __getattr__(self, name):
         if name.startswith("_"):

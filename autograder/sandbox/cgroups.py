@@ -113,7 +113,7 @@ class JobGroup:
             raise NoGroup(f"the child could not be moved into its cgroup ({exc.strerror or exc})") from None
 
     def members(self) -> list[int]:
-        found = set()
+        found: set[int] = set()
         for folder in self.folders:
             try:
                 found.update(int(p) for p in (folder / "cgroup.procs").read_text().split())

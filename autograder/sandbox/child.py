@@ -208,7 +208,7 @@ def main(job_path):
 def _enclose(job, layers) -> dict:
     """Shut the child into its world (``world``): a root of its own, then Landlock. Returns what
     held, for the report: ``root`` and ``landlock`` (its ABI, 0 for none), each with why not."""
-    found = {}
+    found: dict[str, object] = {}
     import_path = [p for p in sys.path if p != job.kit_parent]
     allowed = world.World.of_child(import_path, job.submission, job.home, job.out, job.secrets,
                                    cuda="cuda" in job.devices)

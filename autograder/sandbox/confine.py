@@ -290,7 +290,7 @@ def _kernels() -> dict:
 def _bindings(kernels) -> dict:
     """Their Python bindings (``torch._scaled_dot_product_flash_attention_for_cpu`` and the like),
     which reach the function mode as themselves -> what they are, and the name called."""
-    found = {}
+    found: dict = {}
     for prefix, space in (("torch", torch), ("torch._C._nn", torch._C._nn)):
         for name, what in kernels.items():
             fn = getattr(space, name, None)

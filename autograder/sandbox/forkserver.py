@@ -138,6 +138,7 @@ class ForkServer:
                 self.close()
                 raise GradingError(f"the grader's fork server did not fork a child: {words}")
             return Child(self, int(answer.split()[1]), answer.endswith(" tmpfs"))
+        raise AssertionError("unreachable: the second try returns or raises")
 
     def kill_stragglers(self, pgid):
         """Kill what a finished child left running: its process group, and every process that

@@ -582,10 +582,10 @@ def _resources(reported, ws, abi) -> dict:
         disk = (f"{where}: {FILE_LIMIT // 2**20} MiB a file (RLIMIT_FSIZE), not bounded in total "
                 f"({ws.disk_why or 'no tmpfs of its own'})"), False
 
-    ipc = ["its own IPC namespace"] * (reported.get("ipc") is True)
-    ipc += [f"SysV and POSIX IPC and keyrings refused ({filtered})"] * seccomp
-    ipc += ["a fresh session keyring"] * (reported.get("keyring") is True)
-    ipc = ("; ".join(ipc) or "shared with the grading user (no IPC namespace, no syscall filter)",
+    held_ipc = ["its own IPC namespace"] * (reported.get("ipc") is True)
+    held_ipc += [f"SysV and POSIX IPC and keyrings refused ({filtered})"] * seccomp
+    held_ipc += ["a fresh session keyring"] * (reported.get("keyring") is True)
+    ipc = ("; ".join(held_ipc) or "shared with the grading user (no IPC namespace, no syscall filter)",
            reported.get("ipc") is True or seccomp)
     return {"network": network, "processes": processes, "memory": memory, "disk": disk, "ipc": ipc}
 

@@ -56,7 +56,7 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
     # Last, once torch is warm: from here on the kernel refuses this process new threads.
     init = _pid_namespace() if pids and (owned or os.getuid() == 0) else None
     say(" ".join(["ready"] + ["tmpfs"] * bool(mounts) + [f"init {init}"] * (init is not None)))
-    mounted = []
+    mounted: list = []
     for line in sys.stdin.buffer:
         # What the child's getppid() says while the server lives: 0 from inside a PID namespace.
         request = {**json.loads(line), "server": 0 if init is not None else os.getpid()}

@@ -200,8 +200,8 @@ def own_root(world: World, stash, uid=None, gid=None) -> None:
         spot = new / name.lstrip("/")
         _mount(source, spot, None, MS_BIND | MS_REC)
         _mount(None, spot, None, MS_REMOUNT | MS_BIND | _locked_flags(source) | flags)
-    read_only = [new / name.lstrip("/") for _, name, flags in binds if flags & MS_RDONLY]
-    for inner in _mounts_below(read_only):  # a bind takes the mounts below it (/sys/fs/cgroup): read-only too
+    read_only_spots = [new / name.lstrip("/") for _, name, flags in binds if flags & MS_RDONLY]
+    for inner in _mounts_below(read_only_spots):  # a bind takes the mounts below it (/sys/fs/cgroup): read-only too
         _mount(None, inner, None, MS_REMOUNT | MS_BIND | _locked_flags(inner) | MS_RDONLY)
     _mount(None, new, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.chdir(new)

@@ -77,7 +77,7 @@ def discover(folder: Path, skip=()):
         raise UsageError(f"{folder} looks like one submission; grade-all wants a folder with one entry per "
                          "student (use `attention-lab grade` for one)")
     skip = {p.resolve() for p in skip}
-    entries, ignored, seen = [], [], {}
+    entries, ignored, seen = [], [], {}  # type: ignore[var-annotated]
     for path in sorted(folder.iterdir()):
         if path.name.startswith(".") or path.resolve() in skip:
             continue
@@ -106,7 +106,7 @@ def fingerprint(path: Path) -> str:
     if not is_folder(path):
         digest.update(_contents(path, None))
         return digest.hexdigest()
-    left_out = {}
+    left_out: dict = {}
     try:
         for count, (fd, name, entry) in enumerate(walk(path, left_out)):
             if count >= FINGERPRINT_MAX_FILES:  # far past what intake reads: the rest cannot change a grade

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...curriculum import STAGES
+from ...grading.registry import Check
 from ...grading.results import Cause
 
 BINS = 10
@@ -29,7 +30,7 @@ class Item:
     """One check across a class: how many students tried it (wrote the code it needs: a stub's
     NotImplementedError or a missing module is no attempt), how many of them failed it, and the
     first line of feedback they were given most often, with how many were given it."""
-    check: object  # registry.Check
+    check: Check
     tried: int
     failed: int
     said: str
