@@ -13,7 +13,7 @@ import pytest
 
 from autograder.authoring.build import SHARED_WITH_STUDENTS
 from autograder.curriculum import STAGES as REGISTERED
-from tests.forked_pytest import ForkedPytestRun
+from tests.forked import ForkedPytestRun
 from tools.zoo import CORRECT, SEEDS, WRONG, assemble, read_entry
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,10 +1,11 @@
 """The hidden checks as pytest items (``autograder.delivery.pytest_plugin``): one item per check,
 verdicts from the isolated grader only, and nothing a submission ships (a conftest.py) changes them.
-Each case runs pytest in a child process, as a CI grader would; most grade stages 1 and 3 only."""
+Each case runs pytest in a child process, as a CI grader would (forked from one that has imported torch
+and pytest, ``tests/forked.py``: the plugin's work is the point, not the start-up); most grade stages 1
+and 3 only."""
 import os
 import shutil
 import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 
@@ -12,6 +13,7 @@ import pytest
 
 from autograder.grading.registry import all_checks
 from autograder.grading.results import GRADER_ERROR
+from tests.forked import ForkedPython
 
 STAGES = (1, 3)
 PLUGIN = "autograder.delivery.pytest_plugin"
@@ -23,12 +25,12 @@ def pytest_run(root, cwd, *args, submission=None, stages=STAGES, prelude=None, o
     opts = ([f"--submission={submission}"] if one_word else ["--submission", str(submission)]) if submission else []
     opts += [f"--stage={s}" for s in stages] if submission is not None else []
     argv = ["-p", PLUGIN, "-p", "no:cacheprovider", "-o", "console_output_style=classic", *opts, *args]
-    cmd = ([sys.executable, "-c", f"{prelude}\nimport sys, pytest\nsys.exit(pytest.main({argv!r}))"] if prelude
-           else [sys.executable, "-m", "pytest", *argv])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("ATTENTION_LAB_CONFIG", None)
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    run = ForkedPython(f"{prelude or ''}\nimport sys, pytest\nsys.exit(pytest.main({argv!r}))", cwd=cwd, env=env)
+    code, stdout = run.result(timeout=300)
+    return subprocess.CompletedProcess(argv, code, stdout, run.stderr)
 
 
 def checks_of(stages=STAGES):
