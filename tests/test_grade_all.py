@@ -18,6 +18,7 @@ from autograder.delivery.classrun.summary import bins, item_analysis, text_summa
 from autograder.errors import GradingError, UsageError
 from autograder.grading.registry import max_points
 from autograder.sandbox.linux import proc_stat
+from tests.forked import ForkedPython
 
 STAGES = [1, 3]  # enough to tell right from wrong, quick to grade
 SLOW = "import time\ntime.sleep(0.6)  # a slow import: the kill lands while the class is being graded\n"
@@ -61,8 +62,13 @@ def command(folder, out, *extra):
 
 
 def run(folder, out, *extra):
-    proc = subprocess.run(command(folder, out, *extra), capture_output=True, text=True, timeout=600)
-    return proc.returncode, proc.stdout, proc.stderr
+    """The command, forked from a process that has imported torch (tests/forked.py): what grade-all does is
+    the point here; ``kill_after`` starts it afresh, to kill it as a process of its own."""
+    argv = command(folder, out, *extra)[3:]
+    done = ForkedPython(f"import sys\nfrom autograder.cli import main\nsys.exit(main({argv!r}))", cwd=os.getcwd(),
+                        env=dict(os.environ))
+    code, stdout = done.result(timeout=600)
+    return code, stdout, done.stderr
 
 
 def records(out):
