@@ -74,16 +74,17 @@ class MultiHeadAttention(nn.Module):
         ### BEGIN SOLUTION
         b, num_tokens, _ = x.shape
 
-        def split_heads(t):
+        def split_heads(t):  # (b, num_tokens, d_out) -> (b, num_heads, num_tokens, head_dim)
             return t.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
 
         queries = split_heads(self.W_query(x))
         keys = split_heads(self.W_key(x))
         values = split_heads(self.W_value(x))
-        attn_scores = queries @ keys.transpose(2, 3)
+        attn_scores = queries @ keys.transpose(2, 3)  # (b, num_heads, num_tokens, num_tokens)
         attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
-        attn_weights = torch.softmax(attn_scores / self.head_dim ** 0.5, dim=-1)
+        attn_weights = torch.softmax(attn_scores / self.head_dim ** 0.5, dim=-1)  # each row sums to 1
         attn_weights = self.dropout(attn_weights)
+        # (b, num_heads, num_tokens, head_dim) -> (b, num_tokens, num_heads, head_dim) -> (b, num_tokens, d_out)
         context = (attn_weights @ values).transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)
         return self.out_proj(context)
         ### END SOLUTION
