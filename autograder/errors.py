@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 
-
 class SubmissionError(Exception):
     """The submission cannot be graded at all (missing or malformed). ``str()`` is the message for
     the one who grades (it may name their folders); ``student`` is what the student may read: no

@@ -1,6 +1,6 @@
 """The class-level hostile zoo: what one student hands in must not stop, slow or poison a class.
 
-Each case below is one student's entry, graded by ``grade-all`` in a fresh process beside two honest
+Each case below is one student's entry, graded by ``grade-all`` in a process of its own beside two honest
 students (ann: the reference; bob: the untouched stubs). ann and bob must get their normal points,
 whole records and a CSV row; the hostile student gets a record too (their points, or 0 and the one
 sentence that says which rule their file broke), never a crash of the class, a row blamed on the
@@ -30,7 +30,7 @@ from autograder.intake.notebooks import module_cell
 from tests.forked import ForkedPython
 
 STAGES_GRADED = (1, 3)
-BOUND_S = 60  # one grade-all of three students, stages 1 and 3, as a fresh process: about 3 s measured
+BOUND_S = 60  # one grade-all of three students, stages 1 and 3, in a process of its own: about 3 s measured
 PEAK_BYTES = 2**30  # the largest of grade-all, its fork server and the children: about 300 MiB measured
 RECORD_MAX_BYTES = 6 * 2**20  # pictures are capped at 4 MiB of SVG per grading (grade.PICTURES_MAX_BYTES)
 ROOT = Path(__file__).resolve().parent.parent
@@ -218,7 +218,8 @@ CASES = {
 
 
 def run_grade_all(folder: Path, out: Path, as_root=True, without=()):
-    """grade-all in a fresh process; returns (exit code, stderr, seconds, peak resident bytes).
+    """grade-all in a process of its own (forked from one that imported torch); returns (exit code, stderr,
+    seconds, peak resident bytes).
     ``as_root=False``: as a grader that is not root does it (no change of user), as the hostile zoo does;
     ``without``: kernel layers (``protocol.KERNEL_LAYERS``) taken away, as a machine without them would grade."""
     script = (

@@ -55,16 +55,20 @@ def klass(tmp_path, root):
     return folder
 
 
-def command(folder, out, *extra):
+def arguments(folder, out, *extra):
+    """``attention-lab``'s arguments for grading ``folder`` into ``out``."""
     stage_args = [a for s in STAGES for a in ("--stage", str(s))]
-    return [sys.executable, "-m", "autograder.cli", "grade-all", str(folder), "--out", str(out), "--timeout", "3",
-            *stage_args, *extra]
+    return ["grade-all", str(folder), "--out", str(out), "--timeout", "3", *stage_args, *extra]
+
+
+def command(folder, out, *extra):
+    return [sys.executable, "-m", "autograder.cli", *arguments(folder, out, *extra)]
 
 
 def run(folder, out, *extra):
     """The command, forked from a process that has imported torch (tests/forked.py): what grade-all does is
     the point here; ``kill_after`` starts it afresh, to kill it as a process of its own."""
-    argv = command(folder, out, *extra)[3:]
+    argv = arguments(folder, out, *extra)
     done = ForkedPython(f"import sys\nfrom autograder.cli import main\nsys.exit(main({argv!r}))", cwd=os.getcwd(),
                         env=dict(os.environ))
     code, stdout = done.result(timeout=600)

@@ -12,9 +12,9 @@ import json
 import re
 import sys
 import warnings
+from pathlib import Path
 from types import ModuleType
 from typing import Any
-from pathlib import Path
 
 from ..curriculum import STAGES
 from ..common.regular_files import NotRegular, read_regular

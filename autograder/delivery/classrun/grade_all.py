@@ -77,7 +77,9 @@ def discover(folder: Path, skip=()):
         raise UsageError(f"{folder} looks like one submission; grade-all wants a folder with one entry per "
                          "student (use `attention-lab grade` for one)")
     skip = {p.resolve() for p in skip}
-    entries, ignored, seen = [], [], {}  # type: ignore[var-annotated]
+    entries: list[Entry] = []
+    ignored: list[str] = []
+    seen: dict[str, Path] = {}
     for path in sorted(folder.iterdir()):
         if path.name.startswith(".") or path.resolve() in skip:
             continue
