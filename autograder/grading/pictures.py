@@ -10,19 +10,19 @@ nothing that the feedback does not.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 
 from ..probes.common import DROPOUT_P
-from ..probes.stage10 import HEADS_SAMPLE
-from ..probes.stage9 import BAND_WINDOW
-from ..public import book
-from ..public.pictures import TOKENS, Picture, bars, head_pictures, heatmap, listing, row_sum_problem, weight_pictures
+from ..public.pictures import TOKENS, Picture, bars, heatmap, listing, weight_pictures
 from .judging import TOO_LITTLE, mask_problem
+from .registry import declared
 
 LEAK_LIMIT = 1e-6  # |d out[t] / d x[s]| relative to the largest: what the leak judge counts as a leak
 
 
-def _tensor(obs, *keys):
+def observed_tensor(obs, *keys):
     """``obs[k1][k2]...`` when it is a tensor with values, else None (an error record, a list...)."""
     for key in keys:
         if not isinstance(obs, dict) or key not in obs:
@@ -35,7 +35,7 @@ def leak_map(obs, what, window=None) -> list[Picture]:
     """Which output position depends on which input position (the Jacobian's blocks), the future
     outlined (with a ``window``, also the inputs ``window`` or more positions back), and the cells
     where the student's layer leaks in red."""
-    jac = _tensor(obs, "jacobian")
+    jac = observed_tensor(obs, "jacobian")
     if jac is None or jac.dim() != 2 or jac.shape[0] != jac.shape[1] or not bool(jac.isfinite().all()):
         return []
     n = jac.shape[0]
@@ -63,7 +63,7 @@ def leak_map(obs, what, window=None) -> list[Picture]:
 def dropout_map(obs, what) -> list[Picture]:
     """The first sequence's attention weights in train mode, as multiples of the weight each
     visible token had before dropout (1/(t+1) in row t): 0 where dropped, 1/(1-p) where kept."""
-    out = _tensor(obs, "out")
+    out = observed_tensor(obs, "out")
     if out is None or out.dim() != 3 or out.shape[-1] != out.shape[-2] + 1:
         return []
     T = out.shape[1]
@@ -94,7 +94,7 @@ def dropout_map(obs, what) -> list[Picture]:
 
 def cache_errors(obs, what) -> list[Picture]:
     """How far each position decoded with the cache is from the same layer's full forward."""
-    steps, full = _tensor(obs, "steps", "out"), _tensor(obs, "full")
+    steps, full = observed_tensor(obs, "steps", "out"), observed_tensor(obs, "full")
     if steps is None or full is None or steps.shape != full.shape or steps.dim() != 3:
         return []
     error = (steps.double() - full.double()).abs().amax(dim=(0, 2))
@@ -104,39 +104,21 @@ def cache_errors(obs, what) -> list[Picture]:
 
 
 def book_weights(obs, title, expected, causal) -> list[Picture]:
-    weights = _tensor(obs, "book")
+    weights = observed_tensor(obs, "book")
     if weights is None or weights.dim() != 2 or tuple(weights.shape) != tuple(expected.shape):
         return []
     return list(weight_pictures(weights, TOKENS, title, causal=causal, expected=expected))
 
 
 def seen_weights(obs, title, causal) -> list[Picture]:
-    weights = _tensor(obs, "weights")
+    weights = observed_tensor(obs, "weights")
     if weights is None or weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
         return []
     return list(weight_pictures(weights, TOKENS, title, causal=causal))
 
 
-def padded_weights(obs, what) -> list[Picture]:
-    """``masked_softmax`` with a padding mask: the padded keys' columns outlined (they must get 0),
-    red where the student's weights give them any."""
-    from ..probes.stage6 import KEYS  # the kit's own input (which keys are padding): the rule, no answer
-
-    weights = _tensor(obs, "keys")
-    if weights is None or weights.dim() != 3 or tuple(weights.shape) != (len(KEYS), KEYS.shape[-1], KEYS.shape[-1]):
-        return []
-    b = 1  # the sequence whose last two keys are padding
-    w = weights[b].double()
-    padded = (KEYS[b] == 0).expand_as(w)
-    return [heatmap(w, list(range(w.shape[0])), ["pad" if p else str(j) for j, p in enumerate(KEYS[b] == 0)],
-                    f"{what}: your weights with padded keys (a sequence of 3 tokens and 2 pads)", forbidden=padded,
-                    flagged=padded & (w.abs() > 1e-6), scale=1.0, kind="weights",
-                    note=(f"{off}; " if (off := row_sum_problem(w)) else "")
-                    + "outlined: padded keys, which must get 0; each row sums to 1 over the real keys")]
-
-
 def encoding_table(obs, what) -> list[Picture]:
-    table = _tensor(obs, "table")
+    table = observed_tensor(obs, "table")
     if table is None or table.dim() != 3 or not bool(table.isfinite().all()):
         return []
     return [heatmap(table[0].double() + 1, list(range(table.shape[1])), list(range(table.shape[2])),
@@ -175,48 +157,13 @@ def moved_and_left(obs, what) -> list[Picture]:
     return [listing(rows, f"{what}: what .to(device) moved", "moved", "stayed behind on the cpu", "device")]
 
 
-def trained_heads(obs) -> list[Picture]:
-    """Two heads of the kit's trained model, computed by the student's own attention: the previous-token
-    head and the induction head, on a word written twice and a half."""
-    weights = _tensor(obs, "heads")
-    n = len(HEADS_SAMPLE)
-    if (weights is None or weights.dim() != 4 or tuple(weights.shape[-2:]) != (n, n)
-            or not bool(weights.isfinite().all())):
-        return []
-    return list(head_pictures(weights, list(HEADS_SAMPLE), period=HEADS_SAMPLE.index(" ") + 1))
-
-
-# probe -> how to draw its observation (what: the name of the student's callable)
-DRAW = {
-    "s1.attention_weights_all": lambda o: book_weights(o, "attention_weights_all(inputs)", book.ATTN_WEIGHTS, False),
-    "s3.mask_multiply": lambda o: book_weights(o, "causal_weights_by_multiplication", book.CAUSAL_WEIGHTS, True),
-    "s3.mask_fill": lambda o: book_weights(o, "causal_weights_by_fill", book.CAUSAL_WEIGHTS, True),
-    "s2.v1.seeded": lambda o: seen_weights(o, "SelfAttention_v1(3, 2), seed 123", False),
-    "s2.v2.seeded": lambda o: seen_weights(o, "SelfAttention_v2(3, 2), seed 789", False),
-    "s3.causal.seeded": lambda o: seen_weights(o, "CausalAttention(3, 2, 6, 0.0), seed 123", True),
-    "s4.wrapper.seeded": lambda o: seen_weights(o, "MultiHeadAttentionWrapper, seed 123", True),
-    "s4.mha.seeded": lambda o: seen_weights(o, "MultiHeadAttention, seed 123", True),
-    "s6.softmax": lambda o: padded_weights(o, "masked_softmax"),
-    "s7.pe.table": lambda o: encoding_table(o, "PositionalEncoding"),
-    "s8.cache": lambda o: cache_errors(o, "GroupedQueryAttention"),
-    "s3.causal.state_dict": lambda o: kept_and_lost(o, "CausalAttention"),
-    "s10.gpt.trained": trained_heads,
-    "s9.swa.band": lambda o: leak_map(o, f"SlidingWindowAttention, window {BAND_WINDOW}", window=BAND_WINDOW),
-}
-NAMES = {"s3.causal": "CausalAttention", "s4.mha": "MultiHeadAttention", "s4.pytorch": "MultiHeadAttentionPyTorch",
-         "s4.wrapper": "MultiHeadAttentionWrapper", "s6.masked": "MaskedSelfAttention",
-         "s6.mhsa": "MultiHeadSelfAttention", "s7.mha": "MultiHeadedAttention", "s7.decoder": "DecoderLayer",
-         "s8.gqa": "GroupedQueryAttention", "s8.fast": "FastMultiHeadAttention", "s5": "the two layers of stage 5",
-         "s7.pe": "PositionalEncoding", "s9.swa": "SlidingWindowAttention", "s9.mla": "MultiHeadLatentAttention",
-         "s9.ropegqa": "RopeGroupedQueryAttention", "s10.gpt": "GPTModel"}
-
-
 def draw(check, obs) -> list[Picture]:
     """The pictures of ``check`` for the student's observation ``obs`` (of its probe, on cpu)."""
+    drawn, names = _declared()
     probe = check.probe
-    owner = NAMES.get(probe.rsplit(".", 1)[0], probe)
-    if probe in DRAW:
-        return DRAW[probe](obs)
+    owner = names.get(probe.rsplit(".", 1)[0], probe)
+    if probe in drawn:
+        return drawn[probe](obs)
     if probe.endswith(".leak"):
         return leak_map(obs, owner)
     if probe.endswith(".dropout"):
@@ -224,3 +171,15 @@ def draw(check, obs) -> list[Picture]:
     if probe.endswith(".device"):
         return moved_and_left(obs, owner)
     return []
+
+
+@lru_cache(maxsize=1)
+def _declared() -> tuple[dict, dict]:
+    """What the stages' modules of checks declare (``Checks.pictures``): probe -> how to draw it, and a
+    probe's prefix -> the student's callable, gathered."""
+    drawn: dict = {}
+    names: dict = {}
+    for checks in declared().values():
+        drawn.update(checks.drawn)
+        names.update(checks.names)
+    return drawn, names

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
+from .. import probes
 from ..curriculum import STAGES
 
 # Devices a numeric check runs on. cuda is used when present and reported as not
@@ -77,6 +78,15 @@ class Checks(list):
     def __init__(self, stage: int):
         super().__init__()
         self.stage = stage
+        self.drawn: dict[str, Callable] = {}  # probe -> draw(obs): its pictures (``grading.pictures``)
+        self.names: dict[str, str] = {}  # a probe's prefix -> the student's callable its pictures are titled with
+
+    def pictures(self, draw=None, names=None):
+        """Declare this stage's pictures: ``draw``, probe -> ``draw(obs)`` (a list of ``Picture``), for a
+        probe drawn its own way; ``names``, a probe's prefix (``"s3.causal"``) -> the student's callable,
+        which titles the family pictures (``.leak``, ``.dropout``, ``.device``) of the probes under it."""
+        self.drawn.update(draw or {})
+        self.names.update(names or {})
 
     def add(self, id, *, points, title, probe, devices=CPU, visibility="after_published", end_to_end=False):
         def declare(judge):
@@ -87,16 +97,23 @@ class Checks(list):
 
 
 @lru_cache(maxsize=1)
+def declared() -> dict[int, Checks]:
+    """Each stage of the curriculum -> what its module ``checks/stage<N>.py`` declares."""
+    return {stage: importlib.import_module(f"{__package__}.checks.stage{stage}").CHECKS for stage in sorted(STAGES)}
+
+
+@lru_cache(maxsize=1)
 def registry() -> dict[str, Check]:
     """Every check, id -> ``Check``, in stage order: what each stage's module declares."""
     found = {}
-    for stage in sorted(STAGES):
-        declared = importlib.import_module(f"{__package__}.checks.stage{stage}").CHECKS
-        for c in declared:
+    for stage, checks in declared().items():
+        for c in checks:
             if c.id in found:
                 raise ValueError(f"duplicate check id {c.id!r}")
             if c.stage != stage or not c.id.startswith(f"s{stage}."):
                 raise ValueError(f"{c.id} is declared in the checks of stage {stage}")
+            if c.probe not in probes.load():  # else the child would end on a KeyError, blamed on the submission
+                raise ValueError(f"{c.id} names the probe {c.probe!r}, which no module of autograder/probes declares")
             found[c.id] = c
     return found
 

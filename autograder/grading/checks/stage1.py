@@ -3,6 +3,7 @@ import torch
 
 from ...public import book
 from ..judging import close, expect, expect_book, expect_close, expect_rows_sum_to_one, get
+from ..pictures import book_weights
 from ..registry import NUMERIC, Checks, Fail
 
 CHECKS = Checks(1)
@@ -77,3 +78,7 @@ def attention_weights_all(obs, ctx):
             title="context_vectors_all: all context vectors at once")
 def context_vectors_all(obs, ctx):
     _book_and_extra(obs, ctx.golden, book.ALL_CONTEXT_VECS, "context_vectors_all(inputs)")
+
+CHECKS.pictures(draw={
+    "s1.attention_weights_all": lambda o: book_weights(o, "attention_weights_all(inputs)", book.ATTN_WEIGHTS, False),
+})

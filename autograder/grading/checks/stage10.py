@@ -13,12 +13,15 @@ import torch
 import torch.nn.functional as F
 
 from ...probes.common import DROPOUT_P
-from ...probes.stage10 import (BARE, BARE_SEED, EMBEDDED, GELU_X, NORM_X, PIECES, PROMPTS, RULE_CONTEXT, RULE_NEW,
-                               RULE_PROMPT, SMALL, TRAIN_BATCH, TRAIN_STEPS, TRAIN_TOKENS, X, X_MANY, block_weights,
-                               causal_attention, ff_weights, gpt_weights, norm_weights, rule_next)
+from ...probes.stage10 import (BARE, BARE_SEED, EMBEDDED, GELU_X, HEADS_SAMPLE, NORM_X, PIECES, PROMPTS,
+                               RULE_CONTEXT, RULE_NEW, RULE_PROMPT, SMALL, TRAIN_BATCH, TRAIN_STEPS, TRAIN_TOKENS, X,
+                               X_MANY, block_weights, causal_attention, ff_weights, gpt_weights, norm_weights,
+                               rule_next)
 from ...public import tiny_gpt
+from ...public.pictures import Picture, head_pictures
 from ..judging import (check_eval, check_inverted_dropout, check_leak, close, expect, expect_close, expect_parameters,
                        get)
+from ..pictures import observed_tensor
 from ..registry import NUMERIC, Checks, Fail
 
 CHECKS = Checks(10)
@@ -466,3 +469,16 @@ def train_mode(obs, ctx):
            "(dropout is part of training)")
     expect(result["after"] is False, "train_steps left the model in train mode; it should leave it in eval mode "
            "(model.eval()), ready to be evaluated or to generate")
+
+def trained_heads(obs) -> list[Picture]:
+    """Two heads of the kit's trained model, computed by the student's own attention: the previous-token
+    head and the induction head, on a word written twice and a half."""
+    weights = observed_tensor(obs, "heads")
+    n = len(HEADS_SAMPLE)
+    if (weights is None or weights.dim() != 4 or tuple(weights.shape[-2:]) != (n, n)
+            or not bool(weights.isfinite().all())):
+        return []
+    return list(head_pictures(weights, list(HEADS_SAMPLE), period=HEADS_SAMPLE.index(" ") + 1))
+
+
+CHECKS.pictures(draw={"s10.gpt.trained": trained_heads}, names={"s10.gpt": "GPTModel"})

@@ -1,6 +1,7 @@
 """Stage 2 judges: self-attention with trainable weights."""
 from ...public import book
 from ..judging import LAYER, check_gradients, expect, expect_book, expect_close, get
+from ..pictures import seen_weights
 from ..registry import NUMERIC, VISIBLE, Checks
 
 CHECKS = Checks(2)
@@ -74,3 +75,8 @@ def copy_v2_into_v1(obs, ctx):
 def gradients(obs, ctx):
     check_gradients(obs["v1"], "SelfAttention_v1")
     check_gradients(obs["v2"], "SelfAttention_v2")
+
+CHECKS.pictures(draw={
+    "s2.v1.seeded": lambda o: seen_weights(o, "SelfAttention_v1(3, 2), seed 123", False),
+    "s2.v2.seeded": lambda o: seen_weights(o, "SelfAttention_v2(3, 2), seed 789", False),
+})

@@ -8,6 +8,7 @@ from ...public.feedback import describe_future
 from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close, expect,
                        expect_book, expect_book_batch, expect_close, expect_golden, expect_rows_sum_to_one,
                        forward_failure, get, same)
+from ..pictures import book_weights, kept_and_lost, seen_weights
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(3)
@@ -153,3 +154,10 @@ def check_state_dict(obs, what, persists=True):
             title="CausalAttention's mask is saved and loaded with the state_dict (across devices)")
 def causal_state_dict(obs, ctx):
     check_state_dict(obs, "CausalAttention")
+
+CHECKS.pictures(draw={
+    "s3.mask_multiply": lambda o: book_weights(o, "causal_weights_by_multiplication", book.CAUSAL_WEIGHTS, True),
+    "s3.mask_fill": lambda o: book_weights(o, "causal_weights_by_fill", book.CAUSAL_WEIGHTS, True),
+    "s3.causal.seeded": lambda o: seen_weights(o, "CausalAttention(3, 2, 6, 0.0), seed 123", True),
+    "s3.causal.state_dict": lambda o: kept_and_lost(o, "CausalAttention"),
+}, names={"s3.causal": "CausalAttention"})

@@ -4,6 +4,7 @@ from ...probes.stage4 import MHA_SHAPES, WRAPPER_SHAPES
 from ...public import book
 from ..judging import (BIAS_CASES, check_value_error, check_dropout, check_eval, check_gradients, check_leak,
                        check_shapes, expect, expect_book_batch, expect_golden, get)
+from ..pictures import seen_weights
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 from .stage3 import check_device
 
@@ -142,3 +143,9 @@ def param_count(obs, ctx):
            f"which has {r['kit_counted_gpt2']:,}")
     expect(r["student_counted_small"] == 30, f"count_parameters gives {r['student_counted_small']} for "
            "nn.Sequential(nn.Linear(7, 3), nn.Linear(3, 2, bias=False)), which has 30")
+
+CHECKS.pictures(draw={
+    "s4.wrapper.seeded": lambda o: seen_weights(o, "MultiHeadAttentionWrapper, seed 123", True),
+    "s4.mha.seeded": lambda o: seen_weights(o, "MultiHeadAttention, seed 123", True),
+}, names={"s4.mha": "MultiHeadAttention", "s4.pytorch": "MultiHeadAttentionPyTorch",
+          "s4.wrapper": "MultiHeadAttentionWrapper"})

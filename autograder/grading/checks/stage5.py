@@ -60,3 +60,5 @@ def with_state_dict(obs, ctx):
             title="a changed plain mask is lost by save/load, as the seeds show")
 def without_state_dict(obs, ctx):
     check_state_dict(obs[WITHOUT], WITHOUT, persists=False)
+
+CHECKS.pictures(names={"s5": "the two layers of stage 5"})

@@ -1,8 +1,10 @@
 """Stage 6 judges: the fused projection, padding masks, attention dropout, q/k/v/o heads."""
 from ...probes.common import DROPOUT_P
+from ...public.pictures import Picture, heatmap, row_sum_problem
 from ...probes.stage6 import ALL_PADDED, FUSED_SHAPES, KEYS, MASKED_SHAPES, MHSA_SHAPES, PROJ
 from ..judging import (ALL_HIDDEN_HINT, check_dropout, check_eval, check_gradients, check_padding, check_shapes,
                        check_value_error, expect, expect_close, expect_finite, expect_golden, failure, get)
+from ..pictures import observed_tensor
 from ..registry import NUMERIC, VISIBLE, Checks
 
 CHECKS = Checks(6)
@@ -140,3 +142,22 @@ def mhsa_divisibility(obs, ctx):
 def gradients(obs, ctx):
     for name in ("SelfAttentionFused", "MaskedSelfAttention", "MultiHeadSelfAttention"):
         check_gradients(get(obs, name), name)
+
+def padded_weights(obs, what) -> list[Picture]:
+    """``masked_softmax`` with a padding mask: the padded keys' columns outlined (they must get 0),
+    red where the student's weights give them any."""
+    weights = observed_tensor(obs, "keys")
+    if weights is None or weights.dim() != 3 or tuple(weights.shape) != (len(KEYS), KEYS.shape[-1], KEYS.shape[-1]):
+        return []
+    b = 1  # the sequence whose last two keys are padding
+    w = weights[b].double()
+    padded = (KEYS[b] == 0).expand_as(w)
+    return [heatmap(w, list(range(w.shape[0])), ["pad" if p else str(j) for j, p in enumerate(KEYS[b] == 0)],
+                    f"{what}: your weights with padded keys (a sequence of 3 tokens and 2 pads)", forbidden=padded,
+                    flagged=padded & (w.abs() > 1e-6), scale=1.0, kind="weights",
+                    note=(f"{off}; " if (off := row_sum_problem(w)) else "")
+                    + "outlined: padded keys, which must get 0; each row sums to 1 over the real keys")]
+
+
+CHECKS.pictures(draw={"s6.softmax": lambda o: padded_weights(o, "masked_softmax")},
+                names={"s6.masked": "MaskedSelfAttention", "s6.mhsa": "MultiHeadSelfAttention"})

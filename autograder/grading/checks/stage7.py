@@ -12,6 +12,7 @@ from ...public import oracles
 from ..judging import (ALL_HIDDEN_HINT, LAYER, check_value_error, check_dropout, check_eval, check_gradients,
                        check_inverted_dropout, check_leak, check_padding, close, expect, expect_close, expect_finite,
                        expect_golden, expect_parameters, expect_rows_sum_to_one, forward_failure, get, same)
+from ..pictures import encoding_table
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(7)
@@ -351,3 +352,6 @@ def decoder_no_leak(obs, ctx):
 def gradients(obs, ctx):
     for name in ("EncoderLayer", "DecoderLayer"):
         check_gradients(get(obs, name), name)
+
+CHECKS.pictures(draw={"s7.pe.table": lambda o: encoding_table(o, "PositionalEncoding")},
+                names={"s7.mha": "MultiHeadedAttention", "s7.decoder": "DecoderLayer", "s7.pe": "PositionalEncoding"})

@@ -17,6 +17,7 @@ from ...public import oracles, speed
 from ..golden import load_golden
 from ..judging import (check_context_edges, check_dropout, check_eval, check_gradients, check_leak, check_shapes,
                        check_value_error, expect, expect_close, get, same)
+from ..pictures import cache_errors
 from ..registry import CPU, NUMERIC, VISIBLE, Checks, Fail, Note
 
 CHECKS = Checks(8)
@@ -278,3 +279,6 @@ def fast_speed(obs, ctx):
     passed, text = speed.verdict(report)
     expect(passed, text)
     return Note(text, {SPEED: speed.median_ratio(report)})
+
+CHECKS.pictures(draw={"s8.cache": lambda o: cache_errors(o, "GroupedQueryAttention")},
+                names={"s8.gqa": "GroupedQueryAttention", "s8.fast": "FastMultiHeadAttention"})

@@ -18,6 +18,7 @@ from ...public import oracles
 from ..golden import load_golden
 from ..judging import (check_context_edges, check_dropout, check_eval, check_gradients, check_leak, check_shapes,
                        check_value_error, close, expect, expect_close, expect_parameters, forward_failure, get)
+from ..pictures import leak_map
 from ..registry import CPU, MOVES, NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(9)
@@ -554,3 +555,8 @@ def cost_errors(obs, ctx):
                       in_forward=True)
     check_value_error(get(obs, "missing"), "kv_cache_bytes('mla', ...) without latent_dim", "mla needs latent_dim",
                       in_forward=True)
+
+CHECKS.pictures(
+    draw={"s9.swa.band": lambda o: leak_map(o, f"SlidingWindowAttention, window {BAND_WINDOW}", window=BAND_WINDOW)},
+    names={"s9.swa": "SlidingWindowAttention", "s9.mla": "MultiHeadLatentAttention",
+           "s9.ropegqa": "RopeGroupedQueryAttention"})

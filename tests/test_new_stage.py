@@ -1,0 +1,158 @@
+"""docs/instructors/new-stage.md, followed to the letter: its files written into a copy of the kit, its
+curriculum row added, the kit built, and the new stage graded (reference, stub, a wrong solution) and
+self-checked. What the guide says is the whole of adding a stage: no file outside the stage's own but
+the curriculum is touched, and the kit's own stages grade as before."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = ROOT / "docs" / "instructors" / "new-stage.md"
+BLOCK = re.compile(r"^```python (file|row)=(\S+)\n(.*?)^```$", re.M | re.S)
+CURRICULUM = "autograder/curriculum.py"
+END_OF_STAGES = "    )\n}\n"  # the tuple of rows in STAGES, closed
+
+
+def guide_blocks():
+    """(kind, path, text) of each file and row the guide gives, in its order."""
+    return [(m.group(1), m.group(2), m.group(3)) for m in BLOCK.finditer(GUIDE.read_text())]
+
+
+def test_the_guide_gives_the_stage_files_and_one_curriculum_row():
+    blocks = guide_blocks()
+    files = [path for kind, path, _ in blocks if kind == "file"]
+    assert files == ["solutions/attention_lab/alibi.py", "autograder/probes/stage11.py",
+                     "autograder/grading/checks/stage11.py", "assignments/tests/test_stage11_alibi.py"]
+    assert [path for kind, path, _ in blocks if kind == "row"] == [CURRICULUM]
+    assert not [p for p in files if (ROOT / p).exists()], "the guide's stage must be new to the kit"
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory):
+    """A copy of the kit's committed files (the working tree's version of them), with the guide's stage
+    added: the stage's files written, the row appended, and ``attention-lab build`` run."""
+    copy = tmp_path_factory.mktemp("kit") / "attention-lab"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for rel in filter(None, listed.decode().split("\0")):
+        if (ROOT / rel).is_file():
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, copy / rel)
+    for kind, rel, text in guide_blocks():
+        if kind == "file":
+            (copy / rel).write_text(text)
+        else:
+            source = (copy / rel).read_text()
+            assert source.count(END_OF_STAGES) == 1, f"{rel}: the end of STAGES is not where the guide's row goes"
+            (copy / rel).write_text(source.replace(END_OF_STAGES, text + END_OF_STAGES))
+    touched = {rel for _, rel, _ in guide_blocks()}
+    built = cli(copy, "build")
+    assert built.returncode == 0, built.stderr[-3000:]
+    written = {line.removeprefix("wrote ") for line in built.stdout.splitlines() if line.startswith("wrote ")}
+    # What the build wrote for the new stage: its stub; the golden data and forms of every probe; and, from
+    # the curriculum and the registry, the public checks' copy of the stage list and the GitHub Classroom
+    # template (its workflow's steps and its README's list of stages).
+    assert written == {"assignments/attention_lab/alibi.py", "autograder/grading/golden/golden.pt",
+                       "autograder/grading/golden/forms.json", "assignments/tests/curriculum.py",
+                       "assignments/.github/workflows/classroom.yml", "assignments/README.md"}, written
+    return copy, touched
+
+
+def cli(copy, *args):
+    """``attention-lab`` run from the copy: its own ``autograder`` package, not this checkout's."""
+    return subprocess.run([sys.executable, "-m", "autograder.cli", *args], cwd=copy, capture_output=True, text=True,
+                          timeout=600)
+
+
+def graded(copy, folder, tmp_path, *stages):
+    out = tmp_path / f"{Path(folder).name}.json"
+    done = cli(copy, "grade", str(folder), *[f"--stage={s}" for s in stages], "--json", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {t["number"]: (t["score"], t["max_score"], t["output"]) for t in json.loads(out.read_text())["tests"]}
+
+
+def test_the_copy_is_the_kit_the_guide_extends(kit):
+    copy, _ = kit
+    found = subprocess.run([sys.executable, "-c", "import autograder, sys; print(autograder.__file__)"], cwd=copy,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(found).resolve().is_relative_to(copy.resolve()), found
+
+
+def test_the_reference_gets_every_point_of_the_new_stage(kit, tmp_path):
+    copy, _ = kit
+    results = graded(copy, copy / "solutions", tmp_path, 11)
+    assert set(results) == {"s11.slopes", "s11.bias"}
+    assert all(score == top for score, top, _ in results.values()), results
+    assert sum(top for _, top, _ in results.values()) == 3
+
+
+def test_the_stub_is_not_started_and_gets_nothing(kit, tmp_path):
+    copy, _ = kit
+    stub = (copy / "assignments" / "attention_lab" / "alibi.py").read_text()
+    assert "### BEGIN SOLUTION" not in stub and stub.count("raise NotImplementedError()") == 2
+    results = graded(copy, copy / "assignments", tmp_path, 11)
+    assert all(score == 0 and "not implemented yet" in out for score, _, out in results.values()), results
+
+
+def test_a_wrong_alibi_loses_the_check_it_breaks(kit, tmp_path):
+    """Slopes of 1/2 ... for any head count (the formula for 8 heads, remembered): the slopes check is
+    lost with feedback naming a head count, and the bias, built from them, too."""
+    copy, _ = kit
+    wrong = tmp_path / "wrong"
+    shutil.copytree(copy / "solutions", wrong)
+    module = wrong / "attention_lab" / "alibi.py"
+    source = module.read_text()
+    assert source.count("start = 2.0 ** (-8.0 / num_heads)") == 1
+    module.write_text(source.replace("start = 2.0 ** (-8.0 / num_heads)", "start = 0.5"))
+    results = graded(copy, wrong, tmp_path, 11)
+    assert results["s11.slopes"][0] == 0 and "alibi_slopes(" in results["s11.slopes"][2], results
+    assert results["s11.bias"][0] == 0, results
+
+
+def test_the_kits_own_stages_grade_as_before(kit, tmp_path):
+    copy, _ = kit
+    results = graded(copy, copy / "solutions", tmp_path)
+    assert all(score == top for score, top, _ in results.values()), [k for k, v in results.items() if v[0] != v[1]]
+    assert sum(top for _, top, _ in results.values()) == 303  # the kit's 300 and the new stage's 3
+
+
+def test_the_students_self_checks_select_the_new_stage_by_its_marker(kit):
+    copy, _ = kit
+    reference = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "stage11"],
+                               cwd=copy / "assignments", capture_output=True, text=True, timeout=300,
+                               env={"ATTENTION_LAB_SUBMISSION": str(copy / "solutions"), "PATH": "/usr/bin:/bin"})
+    assert reference.returncode == 0 and "2 passed" in reference.stdout, reference.stdout[-2000:]
+    stub = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "stage11"],
+                          cwd=copy / "assignments", capture_output=True, text=True, timeout=300)
+    assert stub.returncode == 1 and "2 failed" in stub.stdout, stub.stdout[-2000:]
+
+
+
+def test_a_check_naming_a_probe_nobody_declared_is_the_kits_error_not_the_students(monkeypatch):
+    """A stage whose probes module is missing, or misspells a name: found when the registry is gathered,
+    before any grading, rather than in the child, whose KeyError would read as the submission's crash."""
+    from autograder.grading import registry
+
+    stage = registry.Checks(1)
+    stage.add("s1.lost", points=1, probe="s1.no_such_probe", title="its probe is missing")(lambda obs, ctx: None)
+    monkeypatch.setattr(registry, "declared", lambda: {1: stage})
+    with pytest.raises(ValueError, match="s1.no_such_probe.*no module of autograder/probes declares"):
+        registry.registry.__wrapped__()
+
+
+def test_the_nbgrader_course_has_a_notebook_for_the_new_stage(kit, tmp_path):
+    """Its introduction is the module's docstring; its answer cells are the solution regions, with the
+    solutions in the instructor's source (nbgrader cuts them at generate_assignment)."""
+    copy, _ = kit
+    done = cli(copy, "nbgrader", "init", str(tmp_path / "course"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    notebook = json.loads((tmp_path / "course" / "source" / "attention" / "stage11_alibi.ipynb").read_text())
+    text = "\n".join("".join(cell["source"]) for cell in notebook["cells"])
+    assert "ALiBi, attention with linear biases" in text and "### BEGIN SOLUTION" in text
+    assert "def alibi_slopes(num_heads):" in text and "def alibi_bias(num_heads, num_tokens):" in text
