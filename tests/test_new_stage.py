@@ -36,10 +36,11 @@ def test_the_guide_gives_the_stage_files_and_one_curriculum_row():
 
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory):
-    """A copy of the kit's committed files (the working tree's version of them), with the guide's stage
+    """A copy of the kit's files (those git tracks or would, as in the working tree), with the guide's stage
     added: the stage's files written, the row appended, and ``attention-lab build`` run."""
     copy = tmp_path_factory.mktemp("kit") / "attention-lab"
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout
     for rel in filter(None, listed.decode().split("\0")):
         if (ROOT / rel).is_file():
             (copy / rel).parent.mkdir(parents=True, exist_ok=True)

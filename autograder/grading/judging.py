@@ -284,6 +284,27 @@ def check_gradients(obs, what):
            "and not detached or replaced by a plain tensor?)")
 
 
+def check_device(obs, device, what):
+    """Judge ``device_report``: by where the module's tensors went and which devices its forward met,
+    and by its forward where it ran (``forward_failure``)."""
+    rep = get(obs)
+    expect(rep["mask_is_buffer"], f"{what}.mask is not a registered buffer, so .to({device!r}) does not move it")
+    expect(rep["mask_device"] == device, f"after {what}.to({device!r}) the mask is on {rep['mask_device']}")
+    expect(not rep["left_behind"], f"after {what}.to({device!r}) these tensors stayed behind: "
+           f"{', '.join(map(str, rep['left_behind']))}; a tensor the module needs must be a parameter or a buffer")
+    expect(not rep["strays"], f"{what}.forward on {device} used a tensor that is not on {device} "
+           f"({rep['strays'][0] if rep['strays'] else ''}): a tensor made in forward needs device=x.device, and one "
+           "kept on the module must be a buffer")
+    out = rep["forward"]
+    note = forward_failure(out, device, what)
+    if note:
+        return note
+    expect(out["device"] == device, f"{what} on {device} returned an output on {out['device']}")
+    if "out" in out:
+        expect(close(out["out"], out["cpu_out"], atol=1e-4, rtol=1e-4, equal_nan=True),  # nan where the CPU has nan
+               f"{what} on {device} gives different numbers than on the CPU")
+
+
 def expect_parameters(shapes, want, call, hint=""):
     """``shapes`` (parameter name -> shape, from ``named_parameters``) are ``want``'s; otherwise the
     check fails naming the first missing, extra or misshapen parameter (and ``hint``)."""

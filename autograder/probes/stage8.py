@@ -17,7 +17,7 @@ from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, attempt, dro
                      randn, shape_reports)
 from .stage3 import D_IN
 from .stage3 import X as X4
-from .stage4 import mha_weights
+from .stage4 import MHA_SHAPES, mha_weights
 
 PROBES = Probes(library_attention=True)  # every probe of this stage may call library attention
 
@@ -321,11 +321,7 @@ def fast_sdpa(lab, device):
     return attempt(run)
 
 
-FAST_SHAPES = [
-    {"name": "batch 1, 1 head, 8 of 8 tokens", "x": (1, 8, D_IN), "heads": 1, "d_out": 4, "dtypes": True},
-    {"name": "batch 3, 2 heads, 5 of 8 tokens", "x": (3, 5, D_IN), "heads": 2, "d_out": 4},
-    {"name": "d_in 3, d_out 12, 4 heads", "x": (2, 6, 3), "d_in": 3, "heads": 4, "d_out": 12},
-]
+FAST_SHAPES = MHA_SHAPES  # the fast layer keeps stage 4's contract: the same configurations
 
 
 @PROBES.add("s8.fast.shapes")

@@ -14,22 +14,23 @@ def _book_and_extra(obs, golden, printed, what):
     expect_close(get(obs, "extra"), golden["extra"], f"{what} on other inputs")
 
 
-@CHECKS.add("s1.scores_loop", points=1, probe="s1.scores_loop", devices=NUMERIC,
-            title="attention_scores_loop gives the dot product with every token")
-def scores_loop(obs, ctx):
-    _book_and_extra(obs, ctx.golden, book.ATTN_SCORES_2, "attention_scores_loop(inputs, inputs[1])")
+def printed(check_id, points, title, output, call):
+    """A function of simple.py that the book ran: ``call`` on the book's inputs gives the book's printed
+    ``output``, and on other inputs the reference's."""
+    CHECKS.add(check_id, points=points, probe=check_id, devices=NUMERIC, title=title)(
+        lambda obs, ctx: _book_and_extra(obs, ctx.golden, output, call))
 
 
-@CHECKS.add("s1.scores", points=1, probe="s1.scores", devices=NUMERIC,
-            title="attention_scores (vectorised) gives the same scores")
-def scores(obs, ctx):
-    _book_and_extra(obs, ctx.golden, book.ATTN_SCORES_2, "attention_scores(inputs, inputs[1])")
+printed("s1.scores_loop", 1, "attention_scores_loop gives the dot product with every token", book.ATTN_SCORES_2,
+        "attention_scores_loop(inputs, inputs[1])")
 
 
-@CHECKS.add("s1.normalize_by_sum", points=1, probe="s1.normalize_by_sum", devices=NUMERIC,
-            title="normalize_by_sum divides by the sum")
-def normalize_by_sum(obs, ctx):
-    _book_and_extra(obs, ctx.golden, book.WEIGHTS_2_BY_SUM, "normalize_by_sum(attn_scores_2)")
+printed("s1.scores", 1, "attention_scores (vectorised) gives the same scores", book.ATTN_SCORES_2,
+        "attention_scores(inputs, inputs[1])")
+
+
+printed("s1.normalize_by_sum", 1, "normalize_by_sum divides by the sum", book.WEIGHTS_2_BY_SUM,
+        "normalize_by_sum(attn_scores_2)")
 
 
 @CHECKS.add("s1.softmax_naive", points=1, probe="s1.softmax_naive", devices=NUMERIC,
@@ -59,10 +60,8 @@ def softmax_stable(obs, ctx):
     expect_close(large, ctx.golden["large"], "softmax_stable(scores near ±1000)")
 
 
-@CHECKS.add("s1.context_vector", points=1, probe="s1.context_vector", devices=NUMERIC,
-            title="context_vector weights the inputs")
-def context_vector(obs, ctx):
-    _book_and_extra(obs, ctx.golden, book.CONTEXT_VEC_2, "context_vector(inputs, attn_weights_2)")
+printed("s1.context_vector", 1, "context_vector weights the inputs", book.CONTEXT_VEC_2,
+        "context_vector(inputs, attn_weights_2)")
 
 
 @CHECKS.add("s1.attention_weights_all", points=2, probe="s1.attention_weights_all", devices=NUMERIC,
@@ -74,10 +73,9 @@ def attention_weights_all(obs, ctx):
     _book_and_extra(obs, ctx.golden, book.ATTN_WEIGHTS, "attention_weights_all(inputs)")
 
 
-@CHECKS.add("s1.context_vectors_all", points=2, probe="s1.context_vectors_all", devices=NUMERIC,
-            title="context_vectors_all: all context vectors at once")
-def context_vectors_all(obs, ctx):
-    _book_and_extra(obs, ctx.golden, book.ALL_CONTEXT_VECS, "context_vectors_all(inputs)")
+printed("s1.context_vectors_all", 2, "context_vectors_all: all context vectors at once", book.ALL_CONTEXT_VECS,
+        "context_vectors_all(inputs)")
+
 
 CHECKS.pictures(draw={
     "s1.attention_weights_all": lambda o: book_weights(o, "attention_weights_all(inputs)", book.ATTN_WEIGHTS, False),

@@ -26,10 +26,16 @@ def one_query_other(obs, ctx):
         expect_close(got, want, f"{name} with d_in=5, d_out=4")
 
 
-@CHECKS.add("s2.v1.seeded", points=2, probe="s2.v1.seeded", devices=NUMERIC,
-            title="SelfAttention_v1 reproduces the book under torch.manual_seed(123)", visibility=VISIBLE)
-def v1_seeded(obs, ctx):
-    expect_book(get(obs, "out"), book.SA_V1, "SelfAttention_v1(3, 2)(inputs) after torch.manual_seed(123)", LAYER)
+def seeded(version, seed, printed):
+    """``s2.v<version>.seeded``: the book's example of SelfAttention_v<version>, made right after
+    ``torch.manual_seed(seed)`` (by the probe), gives its printed output. Public: shown at once."""
+    call = f"SelfAttention_v{version}(3, 2)(inputs) after torch.manual_seed({seed})"
+    CHECKS.add(f"s2.v{version}.seeded", points=2, probe=f"s2.v{version}.seeded", devices=NUMERIC, visibility=VISIBLE,
+               title=f"SelfAttention_v{version} reproduces the book under torch.manual_seed({seed})")(
+        lambda obs, ctx: expect_book(get(obs, "out"), printed, call, LAYER))
+
+
+seeded(1, 123, book.SA_V1)
 
 
 @CHECKS.add("s2.v1.known_weights", points=2, probe="s2.v1.known_weights", devices=NUMERIC,
@@ -41,10 +47,7 @@ def v1_known(obs, ctx):
     expect_close(result["out"], ctx.golden["out"], "SelfAttention_v1 output", dtype=LAYER)
 
 
-@CHECKS.add("s2.v2.seeded", points=2, probe="s2.v2.seeded", devices=NUMERIC,
-            title="SelfAttention_v2 reproduces the book under torch.manual_seed(789)", visibility=VISIBLE)
-def v2_seeded(obs, ctx):
-    expect_book(get(obs, "out"), book.SA_V2, "SelfAttention_v2(3, 2)(inputs) after torch.manual_seed(789)", LAYER)
+seeded(2, 789, book.SA_V2)
 
 
 @CHECKS.add("s2.v2.known_weights", points=2, probe="s2.v2.known_weights", devices=NUMERIC,
@@ -75,6 +78,7 @@ def copy_v2_into_v1(obs, ctx):
 def gradients(obs, ctx):
     check_gradients(obs["v1"], "SelfAttention_v1")
     check_gradients(obs["v2"], "SelfAttention_v2")
+
 
 CHECKS.pictures(draw={
     "s2.v1.seeded": lambda o: seen_weights(o, "SelfAttention_v1(3, 2), seed 123", False),

@@ -5,11 +5,11 @@ from ...probes.common import DROPOUT_P
 from ...probes.stage3 import SHAPE_CONFIGS, expected_shape
 from ...public import book
 from ...public.feedback import describe_future
-from ..judging import (BIAS_CASES, check_dropout, check_eval, check_gradients, check_leak, check_shapes, close, expect,
-                       expect_book, expect_book_batch, expect_close, expect_golden, expect_rows_sum_to_one,
-                       forward_failure, get, same)
+from ..families import layer, seeded, shape_contract
+from ..judging import (BIAS_CASES, close, expect, expect_book, expect_close, expect_golden, expect_rows_sum_to_one, get,
+                       same)
 from ..pictures import book_weights, kept_and_lost, seen_weights
-from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
+from ..registry import NUMERIC, Checks, Fail
 
 CHECKS = Checks(3)
 
@@ -39,10 +39,7 @@ def mask_fill(obs, ctx):
     _causal_weights(obs, ctx.golden, "causal_weights_by_fill")
 
 
-@CHECKS.add("s3.causal.seeded", points=2, probe="s3.causal.seeded", devices=NUMERIC,
-            title="CausalAttention reproduces the book under torch.manual_seed(123)", visibility=VISIBLE)
-def causal_seeded(obs, ctx):
-    expect_book_batch(obs, book.CAUSAL_ATTENTION, "CausalAttention(3, 2, 6, 0.0)(batch)")
+seeded(CHECKS, "s3.causal", "CausalAttention", 2, book.CAUSAL_ATTENTION, "CausalAttention(3, 2, 6, 0.0)(batch)")
 
 
 @CHECKS.add("s3.causal.known_weights", points=3, probe="s3.causal.known_weights", devices=NUMERIC,
@@ -51,16 +48,11 @@ def causal_known(obs, ctx):
     expect_golden(obs, ctx.golden, BIAS_CASES, "CausalAttention")
 
 
-@CHECKS.add("s3.causal.shapes", points=2, probe="s3.causal.shapes", devices=NUMERIC,
-            title="CausalAttention shape contract: batches, short inputs, d_in != d_out, dtype, input untouched")
-def causal_shapes(obs, ctx):
-    check_shapes(obs, SHAPE_CONFIGS, expected_shape)
+shape_contract(CHECKS, "s3.causal", 2, SHAPE_CONFIGS, expected_shape,
+               "CausalAttention shape contract: batches, short inputs, d_in != d_out, dtype, input untouched")
 
 
-@CHECKS.add("s3.causal.no_leak", points=3, probe="s3.causal.leak", devices=NUMERIC,
-            title="CausalAttention never lets a token see a later token")
-def causal_no_leak(obs, ctx):
-    check_leak(obs, "CausalAttention")
+layer(CHECKS, "s3.causal", "CausalAttention", no_leak=3)
 
 
 @CHECKS.add("s3.causal.mask_buffer", points=1, probe="s3.causal.mask_buffer",
@@ -80,49 +72,9 @@ def causal_mask_buffer(obs, ctx):
                    "exactly above the diagonal (torch.triu(..., diagonal=1))")
 
 
-@CHECKS.add("s3.causal.dropout", points=3, probe="s3.causal.dropout", devices=NUMERIC,
-            title=f"CausalAttention dropout (p={DROPOUT_P}) zeroes attention weights and scales the rest by 1/(1-p)")
-def causal_dropout(obs, ctx):
-    check_dropout(get(obs, "out"), DROPOUT_P, "CausalAttention")
-
-
-@CHECKS.add("s3.causal.eval", points=2, probe="s3.causal.eval", devices=NUMERIC,
-            title="CausalAttention in eval mode is deterministic and equals dropout=0")
-def causal_eval(obs, ctx):
-    check_eval(obs, "CausalAttention")
-
-
-def check_device(obs, device, what):
-    """Judge ``device_report``: by where the module's tensors went and which devices its forward met,
-    and by its forward where it ran (``forward_failure``)."""
-    rep = get(obs)
-    expect(rep["mask_is_buffer"], f"{what}.mask is not a registered buffer, so .to({device!r}) does not move it")
-    expect(rep["mask_device"] == device, f"after {what}.to({device!r}) the mask is on {rep['mask_device']}")
-    expect(not rep["left_behind"], f"after {what}.to({device!r}) these tensors stayed behind: "
-           f"{', '.join(map(str, rep['left_behind']))}; a tensor the module needs must be a parameter or a buffer")
-    expect(not rep["strays"], f"{what}.forward on {device} used a tensor that is not on {device} "
-           f"({rep['strays'][0] if rep['strays'] else ''}): a tensor made in forward needs device=x.device, and one "
-           "kept on the module must be a buffer")
-    out = rep["forward"]
-    note = forward_failure(out, device, what)
-    if note:
-        return note
-    expect(out["device"] == device, f"{what} on {device} returned an output on {out['device']}")
-    if "out" in out:
-        expect(close(out["out"], out["cpu_out"], atol=1e-4, rtol=1e-4, equal_nan=True),  # nan where the CPU has nan
-               f"{what} on {device} gives different numbers than on the CPU")
-
-
-@CHECKS.add("s3.causal.device", points=2, probe="s3.causal.device", devices=MOVES,
-            title="CausalAttention moves to another device, mask included, and creates nothing on a fixed device")
-def causal_device(obs, ctx):
-    return check_device(obs, ctx.device, "CausalAttention")
-
-
-@CHECKS.add("s3.causal.gradients", points=1, probe="s3.causal.gradients", devices=NUMERIC,
-            title="gradients reach every parameter of CausalAttention")
-def causal_gradients(obs, ctx):
-    check_gradients(obs, "CausalAttention")
+layer(CHECKS, "s3.causal", "CausalAttention", dropout=3, eval=2, device=2, gradients=1, titles={
+    "dropout": f"CausalAttention dropout (p={DROPOUT_P}) zeroes attention weights and scales the rest by 1/(1-p)",
+    "device": "CausalAttention moves to another device, mask included, and creates nothing on a fixed device"})
 
 
 def last_token(out):
@@ -154,6 +106,7 @@ def check_state_dict(obs, what, persists=True):
             title="CausalAttention's mask is saved and loaded with the state_dict (across devices)")
 def causal_state_dict(obs, ctx):
     check_state_dict(obs, "CausalAttention")
+
 
 CHECKS.pictures(draw={
     "s3.mask_multiply": lambda o: book_weights(o, "causal_weights_by_multiplication", book.CAUSAL_WEIGHTS, True),

@@ -1,20 +1,16 @@
 """Stage 4 judges: multi-head attention."""
-from ...probes.common import DROPOUT_P
 from ...probes.stage4 import MHA_SHAPES, WRAPPER_SHAPES
 from ...public import book
-from ..judging import (BIAS_CASES, check_value_error, check_dropout, check_eval, check_gradients, check_leak,
-                       check_shapes, expect, expect_book_batch, expect_golden, get)
+from ..families import d_out_wide, layer, seeded, shape_contract
+from ..judging import BIAS_CASES, check_value_error, check_shapes, expect, expect_golden, get
 from ..pictures import seen_weights
-from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
-from .stage3 import check_device
+from ..registry import NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(4)
 
 
-@CHECKS.add("s4.wrapper.seeded", points=2, probe="s4.wrapper.seeded", devices=NUMERIC,
-            title="MultiHeadAttentionWrapper reproduces the book under torch.manual_seed(123)", visibility=VISIBLE)
-def wrapper_seeded(obs, ctx):
-    expect_book_batch(obs, book.MHA_WRAPPER, "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
+seeded(CHECKS, "s4.wrapper", "MultiHeadAttentionWrapper", 2, book.MHA_WRAPPER,
+       "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
 
 
 @CHECKS.add("s4.wrapper.structure", points=1, probe="s4.wrapper.structure",
@@ -41,10 +37,7 @@ def wrapper_shapes(obs, ctx):
     check_shapes(obs, WRAPPER_SHAPES, lambda cfg: [cfg["x"][0], cfg["x"][1], cfg["heads"] * cfg["d_out"]])
 
 
-@CHECKS.add("s4.mha.seeded", points=2, probe="s4.mha.seeded", devices=NUMERIC,
-            title="MultiHeadAttention reproduces the book under torch.manual_seed(123)", visibility=VISIBLE)
-def mha_seeded(obs, ctx):
-    expect_book_batch(obs, book.MHA, "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)")
+seeded(CHECKS, "s4.mha", "MultiHeadAttention", 2, book.MHA, "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)")
 
 
 @CHECKS.add("s4.mha.known_weights", points=4, probe="s4.mha.known_weights", devices=NUMERIC,
@@ -54,11 +47,8 @@ def mha_known(obs, ctx):
                                 "heads3_bias": "3 heads, d_out=6, qkv_bias=True"}, "MultiHeadAttention")
 
 
-@CHECKS.add("s4.mha.shapes", points=2, probe="s4.mha.shapes", devices=NUMERIC,
-            title="MultiHeadAttention shape contract: batches, short inputs, d_in != d_out, heads, dtype, input "
-                  "untouched")
-def mha_shapes(obs, ctx):
-    check_shapes(obs, MHA_SHAPES, lambda cfg: [cfg["x"][0], cfg["x"][1], cfg["d_out"]])
+shape_contract(CHECKS, "s4.mha", 2, MHA_SHAPES, d_out_wide,
+               "MultiHeadAttention shape contract: batches, short inputs, d_in != d_out, heads, dtype, input untouched")
 
 
 @CHECKS.add("s4.mha.divisibility", points=1, probe="s4.mha.divisibility",
@@ -77,34 +67,7 @@ def mha_structure(obs, ctx):
     expect(r["mask_is_buffer"], "MultiHeadAttention.mask should be a registered (persistent) buffer")
 
 
-@CHECKS.add("s4.mha.no_leak", points=2, probe="s4.mha.leak", devices=NUMERIC,
-            title="MultiHeadAttention never lets a token see a later token")
-def mha_no_leak(obs, ctx):
-    check_leak(obs, "MultiHeadAttention")
-
-
-@CHECKS.add("s4.mha.dropout", points=2, probe="s4.mha.dropout", devices=NUMERIC,
-            title=f"MultiHeadAttention dropout (p={DROPOUT_P}) acts on the attention weights, scaled by 1/(1-p)")
-def mha_dropout(obs, ctx):
-    check_dropout(get(obs, "out"), DROPOUT_P, "MultiHeadAttention")
-
-
-@CHECKS.add("s4.mha.eval", points=1, probe="s4.mha.eval", devices=NUMERIC,
-            title="MultiHeadAttention in eval mode is deterministic and equals dropout=0")
-def mha_eval(obs, ctx):
-    check_eval(obs, "MultiHeadAttention")
-
-
-@CHECKS.add("s4.mha.device", points=1, probe="s4.mha.device", devices=MOVES,
-            title="MultiHeadAttention moves to another device, mask included")
-def mha_device(obs, ctx):
-    return check_device(obs, ctx.device, "MultiHeadAttention")
-
-
-@CHECKS.add("s4.mha.gradients", points=1, probe="s4.mha.gradients", devices=NUMERIC,
-            title="gradients reach every parameter of MultiHeadAttention")
-def mha_gradients(obs, ctx):
-    check_gradients(obs, "MultiHeadAttention")
+layer(CHECKS, "s4.mha", "MultiHeadAttention", no_leak=2, dropout=2, eval=1, device=1, gradients=1)
 
 
 @CHECKS.add("s4.pytorch.known_weights", points=2, probe="s4.pytorch.known_weights", devices=NUMERIC,
@@ -125,10 +88,8 @@ def pytorch_known(obs, ctx):
            f"ValueError (nn.MultiheadAttention needs d_in == d_out); it {'raised ' + raised if raised else 'did not'}")
 
 
-@CHECKS.add("s4.pytorch.no_leak", points=1, probe="s4.pytorch.leak", devices=NUMERIC,
-            title="MultiHeadAttentionPyTorch is causal")
-def pytorch_no_leak(obs, ctx):
-    check_leak(obs, "MultiHeadAttentionPyTorch")
+layer(CHECKS, "s4.pytorch", "MultiHeadAttentionPyTorch", no_leak=1,
+             titles={"no_leak": "MultiHeadAttentionPyTorch is causal"})
 
 
 @CHECKS.add("s4.param_count", points=1, probe="s4.param_count",
@@ -143,6 +104,7 @@ def param_count(obs, ctx):
            f"which has {r['kit_counted_gpt2']:,}")
     expect(r["student_counted_small"] == 30, f"count_parameters gives {r['student_counted_small']} for "
            "nn.Sequential(nn.Linear(7, 3), nn.Linear(3, 2, bias=False)), which has 30")
+
 
 CHECKS.pictures(draw={
     "s4.wrapper.seeded": lambda o: seen_weights(o, "MultiHeadAttentionWrapper, seed 123", True),

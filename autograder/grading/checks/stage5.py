@@ -3,7 +3,8 @@ from ...probes.stage5 import WITH, WITHOUT
 from ..forms import is_error_record
 from ..judging import LAYER, device_mismatch, expect, expect_close, get
 from ..registry import MOVES, NUMERIC, Checks
-from .stage3 import check_device, check_state_dict
+from ..judging import check_device
+from .stage3 import check_state_dict
 
 CHECKS = Checks(5)
 
@@ -60,5 +61,6 @@ def with_state_dict(obs, ctx):
             title="a changed plain mask is lost by save/load, as the seeds show")
 def without_state_dict(obs, ctx):
     check_state_dict(obs[WITHOUT], WITHOUT, persists=False)
+
 
 CHECKS.pictures(names={"s5": "the two layers of stage 5"})

@@ -1,9 +1,9 @@
 """Stage 6 judges: the fused projection, padding masks, attention dropout, q/k/v/o heads."""
-from ...probes.common import DROPOUT_P
 from ...public.pictures import Picture, heatmap, row_sum_problem
 from ...probes.stage6 import ALL_PADDED, FUSED_SHAPES, KEYS, MASKED_SHAPES, MHSA_SHAPES, PROJ
-from ..judging import (ALL_HIDDEN_HINT, check_dropout, check_eval, check_gradients, check_padding, check_shapes,
-                       check_value_error, expect, expect_close, expect_finite, expect_golden, failure, get)
+from ..families import layer, like_x, shape_contract
+from ..judging import (ALL_HIDDEN_HINT, check_gradients, check_padding, check_value_error, expect, expect_close,
+                       expect_finite, expect_golden, failure, get)
 from ..pictures import observed_tensor
 from ..registry import NUMERIC, VISIBLE, Checks
 
@@ -58,10 +58,8 @@ def fused_structure(obs, ctx):
            "the point is one fused layer")
 
 
-@CHECKS.add("s6.fused.shapes", points=1, probe="s6.fused.shapes", devices=NUMERIC,
-            title="SelfAttentionFused shape contract: (batch, seq, dim) in and out, dtype and device follow x")
-def fused_shapes(obs, ctx):
-    check_shapes(obs, FUSED_SHAPES, lambda cfg: list(cfg["x"]))
+shape_contract(CHECKS, "s6.fused", 1, FUSED_SHAPES, like_x,
+               "SelfAttentionFused shape contract: (batch, seq, dim) in and out, dtype and device follow x")
 
 
 def layer_checks(key, cls, known, equivalent, padding_points, shapes):
@@ -89,20 +87,10 @@ def layer_checks(key, cls, known, equivalent, padding_points, shapes):
     def padding(obs, ctx):
         check_padding(get(obs), KEYS == 1, cls)
 
-    @CHECKS.add(f"s6.{key}.dropout", points=2, probe=f"s6.{key}.dropout", devices=NUMERIC,
-                title=f"{cls} dropout (p={DROPOUT_P}) acts on the attention weights, scaled by 1/(1-p)")
-    def dropout(obs, ctx):
-        check_dropout(get(obs, "out"), DROPOUT_P, cls)
+    layer(CHECKS, f"s6.{key}", cls, dropout=2, eval=1)
 
-    @CHECKS.add(f"s6.{key}.eval", points=1, probe=f"s6.{key}.eval", devices=NUMERIC,
-                title=f"{cls} in eval mode is deterministic and equals dropout=0")
-    def eval_mode(obs, ctx):
-        check_eval(obs, cls)
-
-    @CHECKS.add(f"s6.{key}.shapes", points=1, probe=f"s6.{key}.shapes", devices=NUMERIC,
-                title=f"{cls} shape contract: (batch, seq, dim) in and out, dtype and device follow x")
-    def layer_shapes(obs, ctx):
-        check_shapes(obs, shapes, lambda cfg: list(cfg["x"]))
+    shape_contract(CHECKS, f"s6.{key}", 1, shapes, like_x,
+                   f"{cls} shape contract: (batch, seq, dim) in and out, dtype and device follow x")
 
 
 layer_checks("masked", "MaskedSelfAttention",

@@ -9,9 +9,10 @@ from ...probes.stage7 import (D_FF, DECODER_CASES, ENCODER_CASES, FFN_DROPOUT_BI
                               X5, X_FFN_DROPOUT, X_PE, X_PE_DROPOUT, XQ, H, decoder_weights, encoder_weights,
                               ffn_dropout_weights, mha_weights)
 from ...public import oracles
-from ..judging import (ALL_HIDDEN_HINT, LAYER, check_value_error, check_dropout, check_eval, check_gradients,
-                       check_inverted_dropout, check_leak, check_padding, close, expect, expect_close, expect_finite,
-                       expect_golden, expect_parameters, expect_rows_sum_to_one, forward_failure, get, same)
+from ..families import layer
+from ..judging import (ALL_HIDDEN_HINT, LAYER, check_value_error, check_gradients, check_inverted_dropout,
+                       check_padding, close, expect, expect_close, expect_finite, expect_golden, expect_parameters,
+                       expect_rows_sum_to_one, forward_failure, get, same)
 from ..pictures import encoding_table
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 
@@ -135,13 +136,19 @@ def subsequent_mask(obs, ctx):
                    + ("must see itself and the positions before it" if j <= i else "must not see a later position"))
 
 
+def expect_oracle(obs, kind, labels, what, pytorch):
+    """The layer's output on each case (``labels``: case -> its words) equals PyTorch's own layer's with the
+    same weights (``oracle(kind, case)``)."""
+    for name, label in labels.items():
+        expect_close(get(obs, name), oracle(kind, name), f"{what} output ({label}; compared with {pytorch})",
+                     atol=ORACLE_ATOL, dtype=LAYER)
+
+
 @CHECKS.add("s7.mha.oracle", points=4, probe="s7.mha.oracle", devices=NUMERIC,
             title="MultiHeadedAttention matches nn.MultiheadAttention with the same weights (self, cross, masks)")
 def mha_oracle(obs, ctx):
-    for name in MHA_CASES:
-        expected = oracle("multihead", name)
-        expect_close(get(obs, name), expected, f"MultiHeadedAttention output ({MHA_LABELS[name]}; compared with "
-                     "nn.MultiheadAttention)", atol=ORACLE_ATOL, dtype=LAYER)
+    expect_oracle(obs, "multihead", {name: MHA_LABELS[name] for name in MHA_CASES}, "MultiHeadedAttention",
+                  "nn.MultiheadAttention")
 
 
 @CHECKS.add("s7.mha.cross", points=2, probe="s7.mha.cross", devices=NUMERIC,
@@ -183,10 +190,7 @@ def mha_divisibility(obs, ctx):
     check_value_error(obs, "MultiHeadedAttention(3, 8)", "8 is not divisible by 3 heads")
 
 
-@CHECKS.add("s7.mha.dropout", points=1, probe="s7.mha.dropout", devices=NUMERIC,
-            title=f"MultiHeadedAttention dropout (p={DROPOUT_P}) acts on the attention weights, scaled by 1/(1-p)")
-def mha_dropout(obs, ctx):
-    check_dropout(get(obs, "out"), DROPOUT_P, "MultiHeadedAttention")
+layer(CHECKS, "s7.mha", "MultiHeadedAttention", dropout=1)
 
 
 @CHECKS.add("s7.ffn.known_weights", points=2, probe="s7.ffn.known_weights", devices=NUMERIC,
@@ -282,25 +286,18 @@ def pe_device(obs, ctx):
             title="EncoderLayer matches nn.TransformerEncoderLayer (post-norm, ReLU, batch_first) with the same "
                   "weights")
 def encoder_oracle(obs, ctx):
-    for name, mask in ENCODER_CASES.items():
-        expected = oracle("encoder", name)
-        expect_close(get(obs, name), expected, f"EncoderLayer output ({'no mask' if mask is None else 'padding mask'}; "
-                     "compared with nn.TransformerEncoderLayer)", atol=ORACLE_ATOL, dtype=LAYER)
+    labels = {name: "no mask" if mask is None else "padding mask" for name, mask in ENCODER_CASES.items()}
+    expect_oracle(obs, "encoder", labels, "EncoderLayer", "nn.TransformerEncoderLayer")
 
 
-@CHECKS.add("s7.encoder.eval", points=1, probe="s7.encoder.eval", devices=NUMERIC,
-            title="EncoderLayer in eval mode is deterministic and equals dropout=0")
-def encoder_eval(obs, ctx):
-    check_eval(obs, "EncoderLayer")
+layer(CHECKS, "s7.encoder", "EncoderLayer", eval=1)
 
 
 @CHECKS.add("s7.decoder.oracle", points=3, probe="s7.decoder.oracle", devices=NUMERIC,
             title="DecoderLayer matches nn.TransformerDecoderLayer with the same weights (masked and unmasked)")
 def decoder_oracle(obs, ctx):
-    for name in DECODER_CASES:
-        expected = oracle("decoder", name)
-        expect_close(get(obs, name), expected, f"DecoderLayer output ({name.replace('_', ' ')}; 4 target and 6 source "
-                     "positions; compared with nn.TransformerDecoderLayer)", atol=ORACLE_ATOL, dtype=LAYER)
+    labels = {name: f"{name.replace('_', ' ')}; 4 target and 6 source positions" for name in DECODER_CASES}
+    expect_oracle(obs, "decoder", labels, "DecoderLayer", "nn.TransformerDecoderLayer")
 
 
 @CHECKS.add("s7.decoder.cross_source", points=2, probe="s7.decoder.cross_source", devices=NUMERIC,
@@ -323,10 +320,7 @@ def decoder_cross_source(obs, ctx):
            "changing memory did not change DecoderLayer's output")
 
 
-@CHECKS.add("s7.decoder.eval", points=1, probe="s7.decoder.eval", devices=NUMERIC,
-            title="DecoderLayer in eval mode is deterministic and equals dropout=0")
-def decoder_eval(obs, ctx):
-    check_eval(obs, "DecoderLayer")
+layer(CHECKS, "s7.decoder", "DecoderLayer", eval=1)
 
 
 @CHECKS.add("s7.sublayer_dropout", points=2, probe="s7.layers.sublayer_dropout", devices=NUMERIC,
@@ -341,10 +335,8 @@ def sublayer_dropout(obs, ctx):
                "dropout to each sublayer's output before the residual sum, norm(x + dropout(sublayer(x)))")
 
 
-@CHECKS.add("s7.decoder.no_leak", points=1, probe="s7.decoder.leak", devices=NUMERIC,
-            title="DecoderLayer with subsequent_mask never lets a position see a later one")
-def decoder_no_leak(obs, ctx):
-    check_leak(obs, "DecoderLayer")
+layer(CHECKS, "s7.decoder", "DecoderLayer", no_leak=1,
+             titles={"no_leak": "DecoderLayer with subsequent_mask never lets a position see a later one"})
 
 
 @CHECKS.add("s7.gradients", points=1, probe="s7.gradients", devices=NUMERIC,
@@ -352,6 +344,7 @@ def decoder_no_leak(obs, ctx):
 def gradients(obs, ctx):
     for name in ("EncoderLayer", "DecoderLayer"):
         check_gradients(get(obs, name), name)
+
 
 CHECKS.pictures(draw={"s7.pe.table": lambda o: encoding_table(o, "PositionalEncoding")},
                 names={"s7.mha": "MultiHeadedAttention", "s7.decoder": "DecoderLayer", "s7.pe": "PositionalEncoding"})

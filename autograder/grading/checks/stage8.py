@@ -15,8 +15,8 @@ from ...probes.stage8 import (CONTEXT, DIM, FAST_SHAPES, GQA_SHAPES, GROUPED, HE
                               PARAMETER_CONFIGS, PIECES, X, Y, gqa_weights)
 from ...public import oracles, speed
 from ..golden import load_golden
-from ..judging import (check_context_edges, check_dropout, check_eval, check_gradients, check_leak, check_shapes,
-                       check_value_error, expect, expect_close, get, same)
+from ..families import d_out_wide, layer, shape_contract
+from ..judging import check_context_edges, check_value_error, expect, expect_close, get, same
 from ..pictures import cache_errors
 from ..registry import CPU, NUMERIC, VISIBLE, Checks, Fail, Note
 
@@ -80,11 +80,8 @@ def gqa_grouped(obs, ctx):
                      f"head j serving query heads {g}*j to {g}*j+{g - 1}")
 
 
-@CHECKS.add("s8.gqa.shapes", points=2, probe="s8.gqa.shapes", devices=NUMERIC,
-            title="GroupedQueryAttention shape contract for MQA, GQA and MHA: dtype and device follow x, input "
-                  "untouched")
-def gqa_shapes(obs, ctx):
-    check_shapes(obs, GQA_SHAPES, lambda cfg: [cfg["x"][0], cfg["x"][1], cfg["d_out"]])
+shape_contract(CHECKS, "s8.gqa", 2, GQA_SHAPES, d_out_wide,
+               "GroupedQueryAttention shape contract for MQA, GQA and MHA: dtype and device follow x, input untouched")
 
 
 @CHECKS.add("s8.gqa.parameters", points=2, probe="s8.gqa.parameters",
@@ -120,22 +117,7 @@ def gqa_divisibility(obs, ctx):
                       "num_kv_heads=3)", "4 query heads cannot be shared out among 3 key/value heads")
 
 
-@CHECKS.add("s8.gqa.no_leak", points=2, probe="s8.gqa.leak", devices=NUMERIC,
-            title="GroupedQueryAttention never lets a token see a later token")
-def gqa_no_leak(obs, ctx):
-    check_leak(obs, "GroupedQueryAttention")
-
-
-@CHECKS.add("s8.gqa.dropout", points=1, probe="s8.gqa.dropout", devices=NUMERIC,
-            title=f"GroupedQueryAttention dropout (p={DROPOUT_P}) acts on the attention weights, scaled by 1/(1-p)")
-def gqa_dropout(obs, ctx):
-    check_dropout(get(obs, "out"), DROPOUT_P, "GroupedQueryAttention")
-
-
-@CHECKS.add("s8.gqa.eval", points=1, probe="s8.gqa.eval", devices=NUMERIC,
-            title="GroupedQueryAttention in eval mode is deterministic and equals dropout=0")
-def gqa_eval(obs, ctx):
-    check_eval(obs, "GroupedQueryAttention")
+layer(CHECKS, "s8.gqa", "GroupedQueryAttention", no_leak=2, dropout=1, eval=1)
 
 
 # ---------------------------------------------------------------- the KV cache
@@ -234,10 +216,8 @@ def fast_sdpa(obs, ctx):
            "times; one call handles every head at once (shape (batch, heads, tokens, head_dim))")
 
 
-@CHECKS.add("s8.fast.shapes", points=1, probe="s8.fast.shapes", devices=NUMERIC,
-            title="FastMultiHeadAttention shape contract: batches, short inputs, d_in != d_out, dtype, input untouched")
-def fast_shapes(obs, ctx):
-    check_shapes(obs, FAST_SHAPES, lambda cfg: [cfg["x"][0], cfg["x"][1], cfg["d_out"]])
+shape_contract(CHECKS, "s8.fast", 1, FAST_SHAPES, d_out_wide,
+               "FastMultiHeadAttention shape contract: batches, short inputs, d_in != d_out, dtype, input untouched")
 
 
 @CHECKS.add("s8.fast.divisibility", points=1, probe="s8.fast.divisibility",
@@ -247,28 +227,9 @@ def fast_divisibility(obs, ctx):
     check_value_error(obs, "FastMultiHeadAttention(4, 6, 8, 0.0, num_heads=4)", "6 is not divisible by 4 heads")
 
 
-@CHECKS.add("s8.fast.no_leak", points=2, probe="s8.fast.leak", devices=NUMERIC,
-            title="FastMultiHeadAttention never lets a token see a later token")
-def fast_no_leak(obs, ctx):
-    check_leak(obs, "FastMultiHeadAttention")
-
-
-@CHECKS.add("s8.fast.dropout", points=2, probe="s8.fast.dropout", devices=NUMERIC,
-            title=f"FastMultiHeadAttention dropout (p={DROPOUT_P}) acts on the attention weights in train mode")
-def fast_dropout(obs, ctx):
-    check_dropout(get(obs, "out"), DROPOUT_P, "FastMultiHeadAttention")
-
-
-@CHECKS.add("s8.fast.eval", points=1, probe="s8.fast.eval", devices=NUMERIC,
-            title="FastMultiHeadAttention in eval mode is deterministic and equals dropout=0 (dropout_p=0.0 in eval)")
-def fast_eval(obs, ctx):
-    check_eval(obs, "FastMultiHeadAttention")
-
-
-@CHECKS.add("s8.fast.gradients", points=1, probe="s8.fast.gradients", devices=NUMERIC,
-            title="gradients reach every parameter of FastMultiHeadAttention")
-def fast_gradients(obs, ctx):
-    check_gradients(obs, "FastMultiHeadAttention")
+layer(CHECKS, "s8.fast", "FastMultiHeadAttention", no_leak=2, dropout=2, eval=1, gradients=1, titles={
+    "dropout": f"FastMultiHeadAttention dropout (p={DROPOUT_P}) acts on the attention weights in train mode",
+    "eval": "FastMultiHeadAttention in eval mode is deterministic and equals dropout=0 (dropout_p=0.0 in eval)"})
 
 
 @CHECKS.add("s8.fast.speed", points=4, probe="s8.fast.speed", devices=CPU,
@@ -279,6 +240,7 @@ def fast_speed(obs, ctx):
     passed, text = speed.verdict(report)
     expect(passed, text)
     return Note(text, {SPEED: speed.median_ratio(report)})
+
 
 CHECKS.pictures(draw={"s8.cache": lambda o: cache_errors(o, "GroupedQueryAttention")},
                 names={"s8.gqa": "GroupedQueryAttention", "s8.fast": "FastMultiHeadAttention"})

@@ -11,13 +11,13 @@ from types import SimpleNamespace
 
 import torch
 
-from ...probes.common import DROPOUT_P
 from ...probes.stage9 import (BAND_WINDOW, COST_CASES, DIM, FULL, HEADS, KV_HEADS, LATENT, LAYER_SHAPES, PIECES,
                               RELATIVE, SWA_SHAPES, TABLE_CASES, WINDOW, Q, X, kit_tables, mla_weights)
 from ...public import oracles
+from ..families import d_out_wide, layer, shape_contract
 from ..golden import load_golden
-from ..judging import (check_context_edges, check_dropout, check_eval, check_gradients, check_leak, check_shapes,
-                       check_value_error, close, expect, expect_close, expect_parameters, forward_failure, get)
+from ..judging import (check_context_edges, check_gradients, check_leak, check_value_error, close, expect, expect_close,
+                       expect_parameters, forward_failure, get)
 from ..pictures import leak_map
 from ..registry import CPU, MOVES, NUMERIC, VISIBLE, Checks, Fail
 
@@ -345,22 +345,11 @@ def swa_errors(obs, ctx):
            f"({fits['message']}); a call of exactly context_length tokens fits")
 
 
-@CHECKS.add("s9.swa.shapes", points=1, probe="s9.swa.shapes", devices=NUMERIC,
-            title="SlidingWindowAttention shape contract: dtype and device follow x, input untouched")
-def swa_shapes(obs, ctx):
-    check_shapes(obs, SWA_SHAPES, lambda cfg: [cfg["x"][0], cfg["x"][1], cfg["d_out"]])
+shape_contract(CHECKS, "s9.swa", 1, SWA_SHAPES, d_out_wide,
+               "SlidingWindowAttention shape contract: dtype and device follow x, input untouched")
 
 
-@CHECKS.add("s9.swa.dropout", points=1, probe="s9.swa.dropout", devices=NUMERIC,
-            title="SlidingWindowAttention dropout (p=0.2) acts on the attention weights, scaled by 1/(1-p)")
-def swa_dropout(obs, ctx):
-    check_dropout(get(obs, "out"), DROPOUT_P, "SlidingWindowAttention")
-
-
-@CHECKS.add("s9.swa.eval", points=1, probe="s9.swa.eval", devices=NUMERIC,
-            title="SlidingWindowAttention in eval mode is deterministic and equals dropout=0")
-def swa_eval(obs, ctx):
-    check_eval(obs, "SlidingWindowAttention")
+layer(CHECKS, "s9.swa", "SlidingWindowAttention", dropout=1, eval=1)
 
 
 # ---------------------------------------------------------------- latent attention
@@ -434,22 +423,7 @@ def mla_context_limit(obs, ctx):
                         "4, 6)", 8, 10)
 
 
-@CHECKS.add("s9.mla.no_leak", points=2, probe="s9.mla.leak", devices=NUMERIC,
-            title="MultiHeadLatentAttention never lets a token see a later token")
-def mla_no_leak(obs, ctx):
-    check_leak(obs, "MultiHeadLatentAttention")
-
-
-@CHECKS.add("s9.mla.dropout", points=1, probe="s9.mla.dropout", devices=NUMERIC,
-            title="MultiHeadLatentAttention dropout (p=0.2) acts on the attention weights, scaled by 1/(1-p)")
-def mla_dropout(obs, ctx):
-    check_dropout(get(obs, "out"), DROPOUT_P, "MultiHeadLatentAttention")
-
-
-@CHECKS.add("s9.mla.eval", points=1, probe="s9.mla.eval", devices=NUMERIC,
-            title="MultiHeadLatentAttention in eval mode is deterministic and equals dropout=0")
-def mla_eval(obs, ctx):
-    check_eval(obs, "MultiHeadLatentAttention")
+layer(CHECKS, "s9.mla", "MultiHeadLatentAttention", no_leak=2, dropout=1, eval=1)
 
 
 @CHECKS.add("s9.gradients", points=1, probe="s9.gradients", devices=NUMERIC,
@@ -489,10 +463,9 @@ def layer_structure(obs, ctx):
 
 # ---------------------------------------------------------------- contracts shared by the layers
 
-@CHECKS.add("s9.shapes", points=1, probe="s9.shapes", devices=NUMERIC,
-            title="RopeGroupedQueryAttention and MultiHeadLatentAttention shape contract: dtype and device follow x")
-def layer_shapes(obs, ctx):
-    check_shapes(obs, LAYER_SHAPES, lambda cfg: [cfg["x"][0], cfg["x"][1], cfg["d_out"]])
+
+shape_contract(CHECKS, "s9", 1, LAYER_SHAPES, d_out_wide,
+               "RopeGroupedQueryAttention and MultiHeadLatentAttention shape contract: dtype and device follow x")
 
 
 @CHECKS.add("s9.devices", points=1, probe="s9.devices", devices=MOVES,
@@ -555,6 +528,7 @@ def cost_errors(obs, ctx):
                       in_forward=True)
     check_value_error(get(obs, "missing"), "kv_cache_bytes('mla', ...) without latent_dim", "mla needs latent_dim",
                       in_forward=True)
+
 
 CHECKS.pictures(
     draw={"s9.swa.band": lambda o: leak_map(o, f"SlidingWindowAttention, window {BAND_WINDOW}", window=BAND_WINDOW)},

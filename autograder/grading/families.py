@@ -1,0 +1,78 @@
+"""The checks every layer of a kind gets, the same way (it must not leak the future, its dropout acts on
+the attention weights, eval mode is deterministic, it moves to another device, gradients reach every
+parameter): declared once here, and given to a layer in one line, ``layer(CHECKS, prefix, name, ...)``."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+from ..probes.common import DROPOUT_P
+from .judging import (check_device, check_dropout, check_eval, check_gradients, check_leak, check_shapes,
+                      expect_book_batch, get)
+from .registry import MOVES, NUMERIC, VISIBLE, Checks
+
+
+@dataclass(frozen=True)
+class Family:
+    """A check every layer of its kind gets, the same way: the last part of its probe's name (the probe
+    module's ``<prefix>.<probe>``), its usual title (``{name}``: the layer's class; ``{p}``: the dropout
+    probability of the probes), its devices, and its judge, ``judge(obs, ctx, name)``."""
+    probe: str
+    title: str
+    judge: Callable
+    devices: tuple = NUMERIC
+
+
+# The families, by the name each gives its check (``<prefix>.<family>``).
+FAMILIES = {
+    "no_leak": Family("leak", "{name} never lets a token see a later token",
+                      lambda obs, ctx, name: check_leak(obs, name)),
+    "dropout": Family("dropout", "{name} dropout (p={p}) acts on the attention weights, scaled by 1/(1-p)",
+                      lambda obs, ctx, name: check_dropout(get(obs, "out"), DROPOUT_P, name)),
+    "eval": Family("eval", "{name} in eval mode is deterministic and equals dropout=0",
+                   lambda obs, ctx, name: check_eval(obs, name)),
+    "device": Family("device", "{name} moves to another device, mask included",
+                     lambda obs, ctx, name: check_device(obs, ctx.device, name), devices=MOVES),
+    "gradients": Family("gradients", "gradients reach every parameter of {name}",
+                        lambda obs, ctx, name: check_gradients(obs, name)),
+}
+
+
+def layer(checks: Checks, prefix: str, name: str, titles: dict | None = None, **points: int) -> None:
+    """Declare on ``checks`` the family checks of one layer (``name``, its class): ``points`` gives each
+    family declared its points, in the order they are listed (``no_leak=2, dropout=2, eval=1``), as check
+    ``<prefix>.<family>`` of probe ``<prefix>.<the family's probe>``; ``titles`` replaces a family's
+    usual title where this layer's says more."""
+    for family, worth in points.items():
+        kind = FAMILIES[family]
+        title = (titles or {}).get(family) or kind.title.format(name=name, p=DROPOUT_P)
+        checks.add(f"{prefix}.{family}", points=worth, probe=f"{prefix}.{kind.probe}", devices=kind.devices,
+                   title=title)(functools.partial(kind.judge, name=name))
+
+
+def d_out_wide(cfg):
+    """The output of a layer that projects to ``d_out``: (batch, tokens, d_out)."""
+    return [cfg["x"][0], cfg["x"][1], cfg["d_out"]]
+
+
+def like_x(cfg):
+    """The output of a layer that keeps its input's width: x's shape."""
+    return list(cfg["x"])
+
+
+def shape_contract(checks: Checks, prefix: str, points: int, configs, out: Callable, title: str) -> None:
+    """Declare on ``checks`` the shape contract of one layer, ``<prefix>.shapes``: on each of the probe's
+    ``configs`` (its module's), the output has the shape ``out(config)`` and x's dtype and device, and x
+    is untouched."""
+    checks.add(f"{prefix}.shapes", points=points, probe=f"{prefix}.shapes", devices=NUMERIC,
+               title=title)(lambda obs, ctx: check_shapes(obs, configs, out))
+
+
+def seeded(checks: Checks, prefix: str, name: str, points: int, printed, call: str) -> None:
+    """Declare on ``checks`` the book's own example of one layer, ``<prefix>.seeded``: made right after
+    ``torch.manual_seed(123)`` (by the probe) and called on the book's batch, it gives the book's ``printed``
+    output. The book printed it, so the result is shown at once (``VISIBLE``)."""
+    checks.add(f"{prefix}.seeded", points=points, probe=f"{prefix}.seeded", devices=NUMERIC, visibility=VISIBLE,
+               title=f"{name} reproduces the book under torch.manual_seed(123)")(
+        lambda obs, ctx: expect_book_batch(obs, printed, call))
