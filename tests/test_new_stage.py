@@ -136,15 +136,17 @@ def test_the_students_self_checks_select_the_new_stage_by_its_marker(kit):
 
 
 def test_a_check_naming_a_probe_nobody_declared_is_the_kits_error_not_the_students(monkeypatch):
-    """A stage whose probes module is missing, or misspells a name: found when the registry is gathered,
+    """A stage whose probes module is missing, or misspells a name (its own probe's, or one whose golden
+    data it compares with): found when the registry is gathered,
     before any grading, rather than in the child, whose KeyError would read as the submission's crash."""
     from autograder.grading import registry
 
-    stage = registry.Checks(1)
-    stage.add("s1.lost", points=1, probe="s1.no_such_probe", title="its probe is missing")(lambda obs, ctx: None)
-    monkeypatch.setattr(registry, "declared", lambda: {1: stage})
-    with pytest.raises(ValueError, match="s1.no_such_probe.*no module of autograder/probes declares"):
-        registry.registry.__wrapped__()
+    for declared in ({"probe": "s1.no_such_probe"}, {"probe": "s1.scores", "golden_of": ("s1.no_such_probe",)}):
+        stage = registry.Checks(1)
+        stage.add("s1.lost", points=1, title="its probe is missing", **declared)(lambda obs, ctx: None)
+        monkeypatch.setattr(registry, "declared", lambda: {1: stage})
+        with pytest.raises(ValueError, match="s1.no_such_probe.*no module of autograder/probes declares"):
+            registry.registry.__wrapped__()
 
 
 def test_the_nbgrader_course_has_a_notebook_for_the_new_stage(kit, tmp_path):

@@ -72,7 +72,7 @@ def _judge(check, obs, golden, device) -> Verdict:
             return Verdict(FAILED, "no result came back for this check")
         if isinstance(obs, dict) and "error" in obs:
             return _failed(obs["error"])
-        note = check.judge(obs, Context(golden, device))
+        note = check.judge(obs, Context(golden, device, {probe: load_golden()[probe] for probe in check.golden_of}))
     except Fail as exc:
         return Verdict(FAILED, str(exc) or "failed", cause=exc.cause or Cause.STUDENT)
     except Exception:

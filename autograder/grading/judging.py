@@ -14,6 +14,7 @@ from .results import Cause
 BIAS_CASES = {"no_bias": "qkv_bias=False", "bias": "qkv_bias=True"}
 ATOL = 1e-5  # float32 against the float32 reference: differences of rounding only
 RTOL = 1e-4
+LEAK_LIMIT = 1e-6  # |d out[t] / d x[s]| relative to the largest: more than this is a leak (judges and pictures)
 
 
 def described(record):
@@ -176,7 +177,7 @@ def check_leak(obs, what):
                    f"(by up to {moved[t].item():.3g}); a token must not see the tokens after it")
     future = torch.triu(torch.ones_like(jac, dtype=torch.bool), diagonal=1)
     # Exactly zero for a -inf/-1e9 fill; multiply-and-renormalise leaves float rounding (~1e-8).
-    limit = 1e-6 * max(float(jac.max()), 1e-12)
+    limit = LEAK_LIMIT * max(float(jac.max()), 1e-12)
     if (jac[future] > limit).any():
         t, s = (future & (jac > limit)).nonzero()[0].tolist()
         raise Fail(f"{what}: the output at position {t} has a nonzero gradient with respect to input {s} "

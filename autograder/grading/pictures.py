@@ -16,11 +16,8 @@ import torch
 
 from ..probes.common import DROPOUT_P
 from ..public.pictures import TOKENS, Picture, bars, heatmap, listing, weight_pictures
-from .judging import TOO_LITTLE, mask_problem
+from .judging import LEAK_LIMIT, TOO_LITTLE, mask_problem
 from .registry import declared
-
-LEAK_LIMIT = 1e-6  # |d out[t] / d x[s]| relative to the largest: what the leak judge counts as a leak
-
 
 def observed_tensor(obs, *keys):
     """``obs[k1][k2]...`` when it is a tensor with values, else None (an error record, a list...)."""

@@ -42,9 +42,11 @@ class Fail(Exception):
 @dataclass(frozen=True)
 class Context:
     """What a judge is given besides the observation: the golden data of its probe (the reference's
-    observation, for deterministic probes; None otherwise) and the device the probe ran on."""
+    observation, for deterministic probes; None otherwise), the device the probe ran on, and the golden
+    data of the other probes the check declared it compares with (``golden_of``: probe -> data)."""
     golden: object
     device: str
+    golden_of: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ class Check:
     judge: Callable = field(compare=False, repr=False)  # judge(obs, ctx): raises Fail, or returns a note
     devices: tuple = CPU
     visibility: str = "after_published"  # Gradescope: hidden until grades are published
+    # Other probes whose golden data the judge compares with (stage 9's layers against stage 4's outputs):
+    # declared, so that the judge is given them (``Context.golden_of``) rather than loading them itself.
+    golden_of: tuple = ()
     # Runs the student's code of the stages this one builds on, on purpose (stage 10's model made of the
     # student's own attention): a slip there costs here too. Every other check prices one concept (docs/checks.md).
     end_to_end: bool = False
@@ -88,9 +93,11 @@ class Checks(list):
         self.drawn.update(draw or {})
         self.names.update(names or {})
 
-    def add(self, id, *, points, title, probe, devices=CPU, visibility="after_published", end_to_end=False):
+    def add(self, id, *, points, title, probe, devices=CPU, visibility="after_published", golden_of=(),
+            end_to_end=False):
         def declare(judge):
-            self.append(Check(id, self.stage, points, title, probe, judge, tuple(devices), visibility, end_to_end))
+            self.append(Check(id, self.stage, points, title, probe, judge, tuple(devices), visibility, tuple(golden_of),
+                              end_to_end))
             return judge
 
         return declare
@@ -112,8 +119,9 @@ def registry() -> dict[str, Check]:
                 raise ValueError(f"duplicate check id {c.id!r}")
             if c.stage != stage or not c.id.startswith(f"s{stage}."):
                 raise ValueError(f"{c.id} is declared in the checks of stage {stage}")
-            if c.probe not in probes.load():  # else the child would end on a KeyError, blamed on the submission
-                raise ValueError(f"{c.id} names the probe {c.probe!r}, which no module of autograder/probes declares")
+            for probe in (c.probe, *c.golden_of):  # else the child would end on a KeyError, blamed on the submission
+                if probe not in probes.load():
+                    raise ValueError(f"{c.id} names the probe {probe!r}, which no module of autograder/probes declares")
             found[c.id] = c
     return found
 

@@ -14,7 +14,6 @@ from ...probes.common import DROPOUT_P
 from ...probes.stage8 import (CONTEXT, DIM, FAST_SHAPES, GQA_SHAPES, GROUPED, HEAD_DIM, HEADS, KV, KV_HEADS,
                               PARAMETER_CONFIGS, PIECES, X, Y, gqa_weights)
 from ...public import oracles, speed
-from ..golden import load_golden
 from ..families import d_out_wide, layer, shape_contract
 from ..judging import check_context_edges, check_value_error, expect, expect_close, get, same
 from ..pictures import cache_errors
@@ -38,8 +37,11 @@ def expected(x, heads, kv_heads, bias):
     return oracles.grouped_query(projections(gqa_weights(heads, kv_heads, bias)), heads, kv_heads, x)
 
 
-def same_as_stage4(obs, cases, what):
-    stage4 = load_golden()["s4.mha.known_weights"]
+STAGE4 = "s4.mha.known_weights"  # the probe whose golden outputs these layers must reproduce
+
+
+def same_as_stage4(obs, ctx, cases, what):
+    stage4 = ctx.golden_of[STAGE4]
     for key, label in cases.items():
         expect_close(get(obs, key), stage4[key], f"{what} output with stage 4's known weights ({label}), "
                      "compared with stage 4's MultiHeadAttention")
@@ -63,10 +65,10 @@ def repeat_kv(obs, ctx):
                           "are grouped (0, 0, 1, 1, 2, 2, ...), as t.repeat_interleave gives" if tiled else ""))
 
 
-@CHECKS.add("s8.gqa.as_mha", points=3, probe="s8.gqa.as_mha", devices=NUMERIC,
+@CHECKS.add("s8.gqa.as_mha", points=3, probe="s8.gqa.as_mha", devices=NUMERIC, golden_of=(STAGE4,),
             title="GroupedQueryAttention with num_kv_heads == num_heads is stage 4's MultiHeadAttention")
 def gqa_as_mha(obs, ctx):
-    same_as_stage4(obs, STAGE4_CASES, "GroupedQueryAttention(..., num_kv_heads=num_heads)")
+    same_as_stage4(obs, ctx, STAGE4_CASES, "GroupedQueryAttention(..., num_kv_heads=num_heads)")
 
 
 @CHECKS.add("s8.gqa.grouped", points=4, probe="s8.gqa.grouped", devices=NUMERIC,
@@ -185,10 +187,10 @@ def cache_context_limit(obs, ctx):
 
 # ---------------------------------------------------------------- fast attention
 
-@CHECKS.add("s8.fast.known_weights", points=3, probe="s8.fast.known_weights", devices=NUMERIC,
+@CHECKS.add("s8.fast.known_weights", points=3, probe="s8.fast.known_weights", devices=NUMERIC, golden_of=(STAGE4,),
             title="FastMultiHeadAttention with qkv = [W_query; W_key; W_value] equals stage 4's MultiHeadAttention")
 def fast_known(obs, ctx):
-    same_as_stage4(obs, dict(STAGE4_CASES, heads1="1 head, d_out=4"), "FastMultiHeadAttention")
+    same_as_stage4(obs, ctx, dict(STAGE4_CASES, heads1="1 head, d_out=4"), "FastMultiHeadAttention")
 
 
 @CHECKS.add("s8.fast.structure", points=1, probe="s8.fast.structure",

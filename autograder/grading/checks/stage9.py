@@ -11,15 +11,15 @@ from types import SimpleNamespace
 
 import torch
 
-from ...probes.stage9 import (BAND_WINDOW, COST_CASES, DIM, FULL, HEADS, KV_HEADS, LATENT, LAYER_SHAPES, PIECES,
-                              RELATIVE, SWA_SHAPES, TABLE_CASES, WINDOW, Q, X, kit_tables, mla_weights)
+from ...probes.stage9 import (BAND_WINDOW, CONTEXT, COST_CASES, DIM, FULL, HEADS, KV_HEADS, LATENT, LAYER_SHAPES,
+                              PIECES, RELATIVE, SWA_SHAPES, TABLE_CASES, WINDOW, Q, X, kit_tables, mla_weights)
 from ...public import oracles
 from ..families import d_out_wide, layer, shape_contract
-from ..golden import load_golden
-from ..judging import (check_context_edges, check_gradients, check_leak, check_value_error, close, expect, expect_close,
-                       expect_parameters, forward_failure, get)
+from ..judging import (LEAK_LIMIT, check_context_edges, check_gradients, check_leak, check_value_error, close, expect,
+                       expect_close, expect_parameters, forward_failure, get)
 from ..pictures import leak_map
 from ..registry import CPU, MOVES, NUMERIC, VISIBLE, Checks, Fail
+from .stage8 import STAGE4
 
 CHECKS = Checks(9)
 
@@ -153,7 +153,8 @@ def rope_odd(obs, ctx):
 
 # ---------------------------------------------------------------- the rotary layer
 
-ROPE_LAYER = f"RopeGroupedQueryAttention({DIM}, {DIM}, 24, num_heads={HEADS}, num_kv_heads={KV_HEADS}, qkv_bias=True)"
+ROPE_LAYER = (f"RopeGroupedQueryAttention({DIM}, {DIM}, {CONTEXT}, num_heads={HEADS}, num_kv_heads={KV_HEADS}, "
+              "qkv_bias=True)")
 
 
 @lru_cache(maxsize=1)
@@ -181,11 +182,14 @@ def rope_gqa_known(obs, ctx):
     expect_rope_layer(get(obs, "base100"), ctx.golden["base100"], "the same layer with rope_base=100.0")
 
 
-@CHECKS.add("s9.ropegqa.cache", points=3, probe="s9.ropegqa.cache", devices=NUMERIC,
+ROPE_KNOWN = "s9.ropegqa.known"  # the full forward's golden outputs, which decoding with a cache must give
+
+
+@CHECKS.add("s9.ropegqa.cache", points=3, probe="s9.ropegqa.cache", devices=NUMERIC, golden_of=(ROPE_KNOWN,),
             title="decoding with the cache equals the full forward: rotated keys cached, token p rotated at p")
 def rope_gqa_cache(obs, ctx):
     steps, golden = get(obs, "steps"), ctx.golden["steps"]
-    out, full = steps["out"], load_golden()["s9.ropegqa.known"]["base10000"]
+    out, full = steps["out"], ctx.golden_of[ROPE_KNOWN]["base10000"]
     expect(len(steps["cache"]) == 2, f"{ROPE_LAYER} should return a cache (keys, values)")
     keys, want_keys = steps["cache"][0], golden["cache"][0]
     expect(out.shape == full.shape, f"{ROPE_LAYER}, fed one token at a time: the outputs put together have shape "
@@ -210,10 +214,10 @@ def rope_gqa_cache(obs, ctx):
     expect_close(keys, want_keys, f"{ROPE_LAYER}: the cache's keys after {FULL} tokens (rotated at their positions)")
 
 
-@CHECKS.add("s9.ropegqa.pieces", points=2, probe="s9.ropegqa.cache", devices=NUMERIC,
+@CHECKS.add("s9.ropegqa.pieces", points=2, probe="s9.ropegqa.cache", devices=NUMERIC, golden_of=(ROPE_KNOWN,),
             title="feeding a prefill and then chunks with the cache equals the full forward")
 def rope_gqa_pieces(obs, ctx):
-    out, full = get(obs, "pieces"), load_golden()["s9.ropegqa.known"]["base10000"]
+    out, full = get(obs, "pieces"), ctx.golden_of[ROPE_KNOWN]["base10000"]
     expect(out.shape == full.shape, f"{ROPE_LAYER}, fed in pieces: the outputs put together have shape "
            f"{tuple(out.shape)}, expected {tuple(full.shape)}")
     for t in range(full.shape[1]):
@@ -250,13 +254,13 @@ def rope_gqa_tables(obs, ctx):
 
 # ---------------------------------------------------------------- sliding windows
 
-SWA_LAYER = f"SlidingWindowAttention({DIM}, {DIM}, 24, num_heads={HEADS}, window={WINDOW}, qkv_bias=True)"
+SWA_LAYER = f"SlidingWindowAttention({DIM}, {DIM}, {CONTEXT}, num_heads={HEADS}, window={WINDOW}, qkv_bias=True)"
 
 
-@CHECKS.add("s9.swa.as_mha", points=3, probe="s9.swa.as_mha", devices=NUMERIC,
+@CHECKS.add("s9.swa.as_mha", points=3, probe="s9.swa.as_mha", devices=NUMERIC, golden_of=(STAGE4,),
             title="with a window as long as the input, SlidingWindowAttention is stage 4's MultiHeadAttention")
 def swa_as_mha(obs, ctx):
-    stage4 = load_golden()["s4.mha.known_weights"]
+    stage4 = ctx.golden_of[STAGE4]
     for key, label in {"heads2": "2 heads, d_out=4", "heads3_bias": "3 heads, d_out=6, qkv_bias=True"}.items():
         expect_close(get(obs, key), stage4[key], f"SlidingWindowAttention with window=8 and stage 4's known weights "
                      f"({label}), compared with stage 4's MultiHeadAttention")
@@ -268,7 +272,7 @@ def swa_band(obs, ctx):
     what = f"SlidingWindowAttention with window={BAND_WINDOW}"
     check_leak(obs, what)
     jac = get(obs)["jacobian"].double()
-    limit = 1e-6 * max(float(jac.max()), 1e-12)
+    limit = LEAK_LIMIT * max(float(jac.max()), 1e-12)
     T, w = jac.shape[0], BAND_WINDOW
     for t in range(T):
         for s in range(t + 1):
@@ -337,7 +341,8 @@ def swa_rolling(obs, ctx):
                   "longer than context_length")
 def swa_errors(obs, ctx):
     check_value_error(get(obs, "window0"), "SlidingWindowAttention(..., window=0)", "a token always sees itself")
-    check_value_error(get(obs, "divisible"), "SlidingWindowAttention(16, 10, 24, 4, 4)", "4 heads do not divide 10")
+    check_value_error(get(obs, "divisible"), f"SlidingWindowAttention({DIM}, 10, {CONTEXT}, {HEADS}, {WINDOW})",
+                                             "4 heads do not divide 10")
     check_value_error(get(obs, "too_long"), "SlidingWindowAttention(..., context_length=6) fed 7 tokens",
                       "more tokens in one call than context_length", in_forward=True)
     fits = get(obs, "fits")
@@ -354,7 +359,7 @@ layer(CHECKS, "s9.swa", "SlidingWindowAttention", dropout=1, eval=1)
 
 # ---------------------------------------------------------------- latent attention
 
-MLA_LAYER = f"MultiHeadLatentAttention({DIM}, {DIM}, 24, num_heads={HEADS}, latent_dim={LATENT})"
+MLA_LAYER = f"MultiHeadLatentAttention({DIM}, {DIM}, {CONTEXT}, num_heads={HEADS}, latent_dim={LATENT})"
 
 
 @lru_cache(maxsize=1)
@@ -413,7 +418,8 @@ MLA_PARAMETERS = {"W_query.weight": [12, 10], "W_kv_down.weight": [5, 10], "W_ke
 def mla_structure(obs, ctx):
     expect_parameters(get(obs, "parameters"), MLA_PARAMETERS, "MultiHeadLatentAttention(10, 12, 8, num_heads=3, "
                       "latent_dim=5)", " (nn.Linear weights are (out_features, in_features); only out_proj has a bias)")
-    check_value_error(get(obs, "divisible"), "MultiHeadLatentAttention(16, 10, 24, 4, 6)", "4 heads do not divide 10")
+    check_value_error(get(obs, "divisible"), f"MultiHeadLatentAttention({DIM}, 10, {CONTEXT}, {HEADS}, {LATENT})",
+                                             "4 heads do not divide 10")
 
 
 @CHECKS.add("s9.mla.context_limit", points=1, probe="s9.mla.cache",
@@ -449,7 +455,7 @@ def layer_structure(obs, ctx):
     for key, flag in (("bias", ", qkv_bias=True"), ("no_bias", "")):
         rope = get(obs, f"rope_gqa_{key}")
         gqa = obs.get(f"gqa_{key}")
-        call = f"RopeGroupedQueryAttention({DIM}, {DIM}, 24, {HEADS}, {KV_HEADS}{flag})"
+        call = f"RopeGroupedQueryAttention({DIM}, {DIM}, {CONTEXT}, {HEADS}, {KV_HEADS}{flag})"
         if isinstance(gqa, dict) and "error" not in gqa:
             # Stage 8's check prices GroupedQueryAttention's own parameters: here only what the rotary layer
             # changes in them, so that one slip in stage 8 is not charged again.
@@ -458,7 +464,7 @@ def layer_structure(obs, ctx):
         else:
             expect_parameters(rope, projections_of(DIM, DIM, KV_HEADS * (DIM // HEADS), key == "bias"), call)
         expect_parameters(get(obs, f"swa_{key}"), projections_of(DIM, DIM, DIM, key == "bias"),
-                          f"SlidingWindowAttention({DIM}, {DIM}, 24, {HEADS}, window={WINDOW}{flag})")
+                          f"SlidingWindowAttention({DIM}, {DIM}, {CONTEXT}, {HEADS}, window={WINDOW}{flag})")
 
 
 # ---------------------------------------------------------------- contracts shared by the layers
