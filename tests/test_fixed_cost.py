@@ -134,3 +134,24 @@ print(importlib.util.find_spec("rfc3987_syntax") is None or bool(__import__("rfc
     lines = done.stdout.splitlines()
     assert done.returncode == 0 and lines[0] == "False" and lines[-1] == "True", done.stdout + done.stderr[-2000:]
     assert lines[1].startswith("refused: stage2_self_attention.ipynb is not a valid notebook"), lines
+
+
+def test_the_command_starts_the_fork_server_before_anything_imports_torch():
+    """``attention-lab grade`` starts the fork server first, so that its start (torch, the probes) runs on
+    the other core beside the command's own import of torch: nothing the command does before it (the
+    course's configuration and points, the registry's module) may import torch, or the two starts run one
+    after the other (a stage's probes imported by the registry's module once cost every grading 0.7 s)."""
+    code = textwrap.dedent("""
+        import sys
+        from autograder.sandbox import forkserver
+
+        def boot(self):
+            print("torch imported" if "torch" in sys.modules else "torch not imported yet")
+            raise SystemExit(0)
+
+        forkserver.ForkServer.boot = boot
+        from autograder import cli
+        cli.main(["grade", "assignments"])
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=KIT_ROOT, timeout=300)
+    assert done.stdout.strip() == "torch not imported yet", done.stdout + done.stderr[-2000:]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .. import probes
 from ..curriculum import modules_for
 from ..intake.review import review
 from ..intake.submission import opened
@@ -126,8 +127,10 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
             # The code that runs, read for reaches into the interpreter (named to the instructor, never
             # scored) while the child runs it: the grading process would only wait (0.1 s of a grading).
             reviewed = beside.submit(review, code)
-            run = run_tasks(sub, plan(checks, devices), timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
-                            required=config.require_isolation, threads=config.threads)
+            tasks = plan(checks, devices)
+            run = run_tasks(sub, tasks, timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
+                            required=config.require_isolation, threads=config.threads,
+                            apart=[t for t in tasks if t.kind == "probe" and probes.load()[t.name].apart])
         flagged = reviewed.result()
     _warn_once(run.isolation)
     results, errors, drawn = [], [], {}

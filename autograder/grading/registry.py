@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from .. import probes
 from ..curriculum import STAGES
 
 # Devices a numeric check runs on. cuda is used when present and reported as not
@@ -112,6 +111,8 @@ def declared() -> dict[int, Checks]:
 @lru_cache(maxsize=1)
 def registry() -> dict[str, Check]:
     """Every check, id -> ``Check``, in stage order: what each stage's module declares."""
+    from .. import probes  # here, not above: the command reads the course's points before torch is imported
+
     found = {}
     for stage, checks in declared().items():
         for c in checks:

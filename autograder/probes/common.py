@@ -25,6 +25,9 @@ class Probe:
     fn: object
     golden: bool  # deterministic output worth storing as golden data from the reference
     library_attention: bool  # may call F.scaled_dot_product_attention / nn.MultiheadAttention
+    # Long, and alone in what it measures (a timed race): worth a child of its own, run beside the rest
+    # where the machine has a core for it (``runner.run_tasks``'s ``apart``). Its verdict is the same either way.
+    apart: bool = False
 
 
 class Probes(dict):
@@ -39,8 +42,8 @@ class Probes(dict):
         def declare(fn):
             if name in self:
                 raise ValueError(f"probe {name!r} is declared twice")
-            settings = {"library_attention": False, **self.defaults, **options}
-            self[name] = Probe(name, fn, golden, settings["library_attention"])
+            settings = {"library_attention": False, "apart": False, **self.defaults, **options}
+            self[name] = Probe(name, fn, golden, settings["library_attention"], settings["apart"])
             return fn
 
         return declare

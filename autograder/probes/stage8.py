@@ -406,7 +406,7 @@ class Untouched:
                              "the timing cannot be trusted, so it does not count")
 
 
-@PROBES.add("s8.fast.speed")
+@PROBES.add("s8.fast.speed", apart=True)  # a third of the reference's grading: a core of its own, where there is one
 def fast_speed(lab, device):
     """Timed in this one process against the kit's reference: see ``autograder/public/speed.py``."""
     def run():

@@ -24,6 +24,8 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
+import time
 import tempfile
 from pathlib import Path
 
@@ -33,6 +35,7 @@ from . import linux, protocol, workspace
 from .protocol import PROBES, START_TIMEOUT_S
 
 SLOTS = range(workspace.CHILD_UID, workspace.CHILD_UID + 32)  # 65500-65531: owned by nobody
+READ_SLICE_S = 0.01  # the longest one waiter holds the server's output while another may be waiting for a line
 
 
 class ForkServer:
@@ -41,8 +44,11 @@ class ForkServer:
     ``meta``: warm the meta device up in the server (0.25 s, once), for a server that many children
     share; without it, each child's first task on that device pays it, and a child with none does not."""
 
-    def __init__(self, meta=False, threads=None):
+    def __init__(self, meta=False, threads=None, beside=True):
         self.meta, self.threads = meta, threads
+        # May a grading run a task apart, in a child beside its others (``runner.room_beside``)? Not where
+        # several gradings share the machine already (grade-all's workers): the cores are theirs.
+        self.beside = beside
         # The grader cannot mount a tmpfs for a child's output folder unless it is root: the server
         # then tries a mount namespace of its own for them (``server.serve``'s ``private``).
         self.private = not workspace.is_root()
@@ -53,6 +59,14 @@ class ForkServer:
         self._lock = None
         self.proc = None
         self.mark = f"ATTENTION_LAB_RUN={tokens.token_hex(8)}"
+        # Two children may run at once (``runner.run_tasks``'s ``apart``), each watched from a thread of its
+        # own: one request and its answer at a time, one reader of the server's lines at a time, and a line
+        # read for another waiter kept for it.
+        self.concurrent = False  # the server runs several children at once, and says which one ended
+        self._talking, self._reading = threading.Lock(), threading.Lock()
+        self._ended: dict[int, int] = {}  # pid -> exit code, read by a waiter other than the child's
+        self._started: list[str] = []  # a "started" answer, read by a waiter other than the starter
+        self._gone = False  # the server's output has ended
         if workspace.is_root():
             self.uid, self._lock = claim_slot()
             self.gid = self.uid
@@ -91,6 +105,11 @@ class ForkServer:
         self._ready = False
         return self
 
+    def start_now(self):
+        """Start the server, if it has not started, and wait until it is ready (``concurrent`` is known then)."""
+        with self._talking:
+            self._ensure_running()
+
     def _ensure_running(self):
         self.boot()
         if self._ready:
@@ -102,6 +121,7 @@ class ForkServer:
             raise GradingError(f"the grader's fork server did not start: {words}")
         self._ready = True
         self.init = int(answer[answer.index("init") + 1]) if "init" in answer else None
+        self.concurrent = "concurrent" in answer
 
     def _read(self, timeout):
         """The server's next line, None on timeout, "" when it has gone."""
@@ -109,6 +129,35 @@ class ForkServer:
         if not ready:
             return None
         return self.proc.stdout.readline().decode(errors="replace").strip()
+
+    def _answer(self, mine, timeout):
+        """What ``mine()`` finds among the server's lines (None: not there yet), reading them as they
+        come for at most ``timeout`` seconds (None on timeout); a line meant for another waiter is kept
+        for it (``ended <code> <pid>``, ``started``, the end of the output)."""
+        end = time.monotonic() + timeout if timeout is not None else None
+        while True:
+            with self._reading:
+                found = mine()
+                if found is not None:
+                    return found
+                left = READ_SLICE_S if end is None else max(0.0, end - time.monotonic())
+                line = self._read(min(left, READ_SLICE_S))  # a slice at a time: another waiter may want to look
+                if line is None:
+                    if end is not None and time.monotonic() >= end:
+                        return None
+                    continue
+                if line == "":
+                    self._gone = True
+                elif line.startswith("ended "):
+                    code, pid = line.split()[1:3]
+                    self._ended[int(pid)] = int(code)
+                elif line.startswith("started "):
+                    self._started.append(line)
+
+    def _said_started(self):
+        if self._started:
+            return self._started.pop(0)
+        return "" if self._gone else None
 
     def _last_words(self):
         self._stderr.seek(0)
@@ -121,6 +170,10 @@ class ForkServer:
         bound that folder by, where the server mounts it."""
         request = (json.dumps({"job": str(job), "stderr": str(stderr), "cwd": str(cwd), "env": env, "tmpfs": tmpfs})
                    + "\n").encode()
+        with self._talking:
+            return self._start(request)
+
+    def _start(self, request) -> "Child":
         for again in (True, False):
             self._ensure_running()
             try:
@@ -128,7 +181,7 @@ class ForkServer:
             except BrokenPipeError:
                 answer = ""
             else:
-                answer = self._read(START_TIMEOUT_S)
+                answer = self._answer(self._said_started, START_TIMEOUT_S)
             # "": it has ended (it died since the last child, or its PID namespace did): start another, once
             if answer == "" and again:
                 self._end_process()
@@ -140,11 +193,13 @@ class ForkServer:
             return Child(self, int(answer.split()[1]), answer.endswith(" tmpfs"))
         raise AssertionError("unreachable: the second try returns or raises")
 
-    def kill_stragglers(self, pgid):
-        """Kill what a finished child left running: its process group, and every process that
-        escaped it (the slot's user id as root; the server's mark otherwise, the server spared)."""
+    def kill_stragglers(self, pgid, everyone=True):
+        """Kill what a finished child left running: its process group, and (``everyone``) every process
+        that escaped it (the slot's user id as root; the server's mark otherwise, the server spared)."""
         if pgid is not None:
             linux.kill_group(pgid)
+        if not everyone:
+            return
         spare = {self.proc.pid, self.init} if self.proc is not None else set()
 
         def stragglers():
@@ -155,6 +210,11 @@ class ForkServer:
 
     def _end_process(self):
         """Stop the server's process (if it runs) and close what the grader held of it."""
+        with self._reading:  # no waiter is reading its output while it is closed
+            self._stop()
+        self._ended, self._started, self._gone = {}, [], False
+
+    def _stop(self):
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.kill()
@@ -183,6 +243,7 @@ class Child:
 
     def __init__(self, server, pid, output_tmpfs=False):
         self.server, self.pid, self.returncode = server, pid, None
+        self._of = server.proc  # the server process that forked it: if another has replaced it, it has ended
         # Its output folder is a tmpfs in the server's mount namespace: seen through the server's root.
         self.output_tmpfs, self._root = output_tmpfs, f"/proc/{server.proc.pid}/root"
 
@@ -192,13 +253,19 @@ class Child:
 
     def wait(self, timeout=None):
         if self.returncode is None:
-            answer = self.server._read(timeout)
-            if answer is None:
+            code = self.server._answer(self._said_ended, timeout)
+            if code is None:
                 raise subprocess.TimeoutExpired("grading child", timeout)
-            # "" means the server itself died (a child cannot kill it: it may not send signals);
-            # its child got SIGKILL with it.
-            self.returncode = int(answer.split()[1]) if answer.startswith("ended ") else -signal.SIGKILL
+            self.returncode = code
         return self.returncode
+
+    def _said_ended(self):
+        server = self.server
+        if self.pid in server._ended:
+            return server._ended.pop(self.pid)
+        # The server's output has ended, or another server has replaced it: the server itself died (a child
+        # cannot kill it: it may not send signals), and its children got SIGKILL with it.
+        return -signal.SIGKILL if server._gone or server.proc is not self._of else None
 
     def poll(self):
         try:

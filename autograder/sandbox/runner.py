@@ -21,6 +21,7 @@ import signal
 import subprocess
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import torch
@@ -187,17 +188,60 @@ def _stored_zip(data: bytes) -> bytes:
 
 
 def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, server=None, required=False,
-              threads=None) -> Run:
+              threads=None, apart=()) -> Run:
     """Run ``tasks`` against ``submission`` (a ``submission.Submission``), in children forked by
     ``server`` (a ``ForkServer``; by default one started for this run alone, its children using
     ``threads`` torch threads). ``required``: stop with ``IsolationRequired`` rather than grade where
     the kernel does not confine the child. The whole run ends within ``worst_case_s``: past it, the
-    tasks not yet run are "not run: grading took too long", and what was graded stands."""
+    tasks not yet run are "not run: grading took too long", and what was graded stands.
+
+    ``apart``: tasks worth a child of their own (a long timed race), run at the same time as the others
+    where ``room_beside`` allows; that child runs the import tasks first, as every child does (the
+    others' results of those count), so each task meets the submission as it would have in one child."""
     if required:
         require_isolation()
     if server is None:
         with ForkServer(threads=threads) as server:  # one grading's: its first meta task warms that device
-            return run_tasks(submission, tasks, timeout_s, server, required)
+            return run_tasks(submission, tasks, timeout_s, server, required, apart=apart)
+    probes = [t for t in tasks if t.kind != "import"]
+    beside = [t for t in probes if t in set(apart)]
+    if not beside or len(beside) == len(probes) or room_beside(server) is not None:
+        return _run_children(submission, tasks, timeout_s, server, required)
+    rest = [t for t in tasks if t not in beside]
+    with ThreadPoolExecutor(1) as pool:
+        other = pool.submit(_run_children, submission, [t for t in tasks if t.kind == "import"] + beside, timeout_s,
+                            server, required, beside=True)
+        try:
+            run = _run_children(submission, rest, timeout_s, server, required, beside=True)
+        finally:
+            wait([other])  # it ends within its own worst case
+            server.kill_stragglers(None)  # what either child's processes left, swept once both have ended
+    side = other.result()
+    if len(side.isolation.get("not_kernel", ())) > len(run.isolation.get("not_kernel", ())):
+        run.isolation = side.isolation  # the weaker child's, should they differ
+    run.observations = {t: (side if t in beside else run).observations[t] for t in tasks}
+    return run
+
+
+def room_beside(server) -> str | None:
+    """Why a task may not run in a child beside another one here, or None when it may: the server must
+    serve one grading alone (``ForkServer.beside``), the machine needs a second core (else the two only
+    take turns), the server must run two children at once (``ForkServer.concurrent``), and each child
+    needs a control group, which alone tells the two children's processes apart when one ends (the
+    slot's user-wide sweep would end the other too)."""
+    if not server.beside:
+        return "this server's gradings run beside other gradings already"
+    if len(os.sched_getaffinity(0)) < 2:
+        return "this process may use one core"
+    server.start_now()
+    if not server.concurrent:
+        return "the fork server runs one child at a time here"
+    return cgroups.unavailable()
+
+
+def _run_children(submission, tasks: list[Task], timeout_s, server, required, beside=False) -> Run:
+    """``run_tasks`` for one set of tasks, in children one after another. ``beside``: another set runs
+    in children of the same server at the same time, and the caller sweeps up after both."""
     deadline = time.monotonic() + worst_case_s(tasks, timeout_s)
     linux.become_subreaper()
     ws = Workspace(submission, server.uid, server.gid)
@@ -218,7 +262,7 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
             out = ws.child_dir()
             batch, wall = ([alone], timeout_s * ALONE_WALL_FACTOR) if alone is not None else (pending, timeout_s)
             found, blamed, why, reported, starved = _one_child(server, ws, tasks, batch, broken, out, wall,
-                                                               timeout_s * CPU_PER_WALL, left)
+                                                               timeout_s * CPU_PER_WALL, left, beside)
             results.update(found)
             alone = None
             if blamed is not None and starved and blamed not in retried and blamed not in results:
@@ -264,7 +308,7 @@ def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
     return len(tasks) * (timeout_s + 1) + starts * (START_TIMEOUT_S + timeout_s * ALONE_WALL_FACTOR)
 
 
-def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, left):
+def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, left, beside=False):
     """Run ``pending`` tasks in one child, each within ``timeout_s`` of its own time (``_watch``) and
     ``cpu_limit`` CPU seconds, the whole child within ``left`` seconds. Returns (the results it wrote:
     index -> observation, the index blamed for an early end, its error, what the child reported of its
@@ -287,7 +331,9 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
         code, stopped, layers, starved = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group, ahead)
     finally:
         _kill(proc)
-        server.kill_stragglers(proc.pid)
+        # Beside another child the user-wide sweep would end that one too: the removal of this child's group
+        # below ends everything it started, and the caller sweeps once both have ended.
+        server.kill_stragglers(proc.pid, everyone=not beside)
         out_of_memory = group is not None and group.ran_out_of_memory()
         if group is not None:
             group.remove()

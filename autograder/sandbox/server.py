@@ -12,6 +12,7 @@ import contextlib
 import gc
 import json
 import os
+import select
 import signal
 import sys
 import tempfile
@@ -23,7 +24,9 @@ from .world import MNT_DETACH, NoRoot, own_mount_namespace, tmpfs
 def serve(meta: bool, threads: int | None, probes: str, private: bool = False, pids: bool = False):
     """The server's main loop: one JSON request per line on stdin, answered on stdout with
     ``started <pid>`` (``started <pid> tmpfs`` when the child's output folder is a tmpfs of the
-    server's) and, once that child has ended, ``ended <exit code>`` (negative: a signal).
+    server's) and, once that child has ended, ``ended <exit code> <pid>`` (negative: a signal).
+    Where the ready line says ``concurrent``, the next request may come while children run: each
+    one's end is said as it comes.
 
     ``private``: the grader cannot mount (an ordinary user), so the server makes a user and mount
     namespace of its own, where it can, and mounts each child's output folder as a bounded tmpfs
@@ -55,23 +58,53 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
     say = lambda text: os.write(1, f"{text}\n".encode())  # noqa: E731  (unbuffered: nothing for a fork to copy)
     # Last, once torch is warm: from here on the kernel refuses this process new threads.
     init = _pid_namespace() if pids and (owned or os.getuid() == 0) else None
-    say(" ".join(["ready"] + ["tmpfs"] * bool(mounts) + [f"init {init}"] * (init is not None)))
+    concurrent = _pidfds() and not mounts  # a folder mounted per child is unmounted at the next request
+    say(" ".join(["ready"] + ["tmpfs"] * bool(mounts) + [f"init {init}"] * (init is not None)
+                 + ["concurrent"] * concurrent))
     mounted: list = []
-    for line in sys.stdin.buffer:
-        # What the child's getppid() says while the server lives: 0 from inside a PID namespace.
-        request = {**json.loads(line), "server": 0 if init is not None else os.getpid()}
-        for path in mounted:  # the grader has read the last child's results before it asks again
-            libc.umount2(os.fsencode(path), MNT_DETACH)
-        mounted = [request["cwd"]] if mounts and request.get("tmpfs") and _output_tmpfs(request) else []
-        if init is not None and os.waitpid(init, os.WNOHANG)[0]:  # its namespace is gone: no child can be forked
-            sys.exit("the PID namespace's init has ended")  # the grader starts another server
-        pid = os.fork()
-        if pid == 0:
-            torch.set_num_threads(threads)
-            _become_child(request)
-        say(f"started {pid}" + (" tmpfs" if mounted else ""))
-        _, status = os.waitpid(pid, 0)
-        say(f"ended {os.waitstatus_to_exitcode(status)}")
+    running: dict[int, int] = {}  # pidfd -> pid, of each child that has not ended
+    pending = b""  # of stdin: read with os.read, never a buffered reader, whose buffer select cannot see
+    while True:
+        ready = select.select([0, *running], [], [])[0]
+        for fd in ready:
+            if fd != 0:  # that child has ended: reaped now, said with its pid
+                pid = running.pop(fd)
+                os.close(fd)
+                say(f"ended {os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])} {pid}")
+        if 0 not in ready:
+            continue
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            return  # the grader has gone: so do the children (die_with_parent)
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            # What the child's getppid() says while the server lives: 0 from inside a PID namespace.
+            request = {**json.loads(line), "server": 0 if init is not None else os.getpid()}
+            for path in mounted:  # the grader has read the last child's results before it asks again
+                libc.umount2(os.fsencode(path), MNT_DETACH)
+            mounted = [request["cwd"]] if mounts and request.get("tmpfs") and _output_tmpfs(request) else []
+            if init is not None and os.waitpid(init, os.WNOHANG)[0]:  # its namespace is gone: no child can be forked
+                sys.exit("the PID namespace's init has ended")  # the grader starts another server
+            pid = os.fork()
+            if pid == 0:
+                torch.set_num_threads(threads)
+                _become_child(request)
+            say(f"started {pid}" + (" tmpfs" if mounted else ""))
+            if concurrent:
+                running[os.pidfd_open(pid)] = pid  # the child has closed it (and every fd but its stdio)
+            else:  # one child at a time: its folder stays mounted until the grader has read it
+                say(f"ended {os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])} {pid}")
+
+
+def _pidfds() -> bool:
+    """Can this kernel watch a child through a pidfd (Linux 5.3 on)? Then the server runs several
+    children at once, and says which one ended; else one at a time."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
 
 
 PR_SET_DUMPABLE = 4
@@ -81,8 +114,9 @@ def _pid_namespace() -> int | None:
     """Fork every later child into a PID namespace of its own: there the grader, the server and every
     other grading's processes have no pid, so a child cannot name them, let alone signal, trace or
     limit them, whatever the syscall filter lets through; and what a child leaves running dies with
-    the namespace. One namespace serves the server's children in turn (one at a time; the grader kills
-    each one's stragglers before the next), and its init is a process that only reaps, forked now:
+    the namespace. One namespace serves all the server's children (one at a time, or two at once where the
+    grader runs a task apart: then each child's control group ends what it started, and the grader sweeps
+    after both), and its init is a process that only reaps, forked now:
     ``unshare(CLONE_NEWPID)`` moves only the processes started after it, and the first one is the
     namespace's init, whose end would end it. Returns the init's pid, None where the kernel refuses.
 

@@ -300,7 +300,7 @@ def _worker(work, done, meta, timeout_s, threads, config):
     """One grading at a time, in children of this thread's own fork server (which dies with the
     thread: the server is started here, and the kernel ties it to the thread that started it)."""
     try:
-        server, why = ForkServer(meta=meta, threads=threads), ""
+        server, why = ForkServer(meta=meta, threads=threads, beside=False), ""  # the workers share the cores
     except GradingError as exc:  # no grading user free: every entry this worker takes says so
         server, why = None, f"grading failed, not the submission's fault: {exc}"
     try:
