@@ -70,13 +70,18 @@ def test_the_race_runs_beside_the_rest_and_every_check_gets_the_verdict_of_one_c
     assert [t for t in race if t != "modern"] == [RACE] and RACE not in rest  # each child imports the module
 
 
-def test_a_race_that_hangs_costs_the_speed_check_alone_either_way(server, monkeypatch, tmp_path):
-    folder = tmp_path / "hangs"
+def with_modern(folder, code):
+    """The reference, with ``code`` added to its modern.py."""
     (folder / "attention_lab").mkdir(parents=True)
     for path in (ROOT / "solutions" / "attention_lab").glob("*.py"):
         (folder / "attention_lab" / path.name).write_text(path.read_text())
     modern = folder / "attention_lab" / "modern.py"
-    modern.write_text(modern.read_text() + '''
+    modern.write_text(modern.read_text() + code)
+    return folder
+
+
+def test_a_race_that_hangs_costs_the_speed_check_alone_either_way(server, monkeypatch, tmp_path):
+    folder = with_modern(tmp_path / "hangs", '''
 
 _fast_forward = FastMultiHeadAttention.forward
 
@@ -95,11 +100,48 @@ FastMultiHeadAttention.forward = _forward
     assert [k for k, r in apart.items() if not r.passed] == [RACE] and "timed out" in apart[RACE].feedback
 
 
+def test_a_layer_that_crashes_on_every_other_input_is_not_raced_either_way(server, monkeypatch, tmp_path):
+    """Strikes count across both children: a layer whose code crashed twice before the race, in the
+    plan's order, is not called again, wherever the race would have run (it ran fine on its own input)."""
+    folder = with_modern(tmp_path / "crashes", '''
+
+import os as _os
+
+_fast_forward = FastMultiHeadAttention.forward
+
+
+def _forward(self, x):
+    if x.shape[1] != 2048:  # every check's input but the race's
+        _os._exit(3)
+    return _fast_forward(self, x)
+
+
+FastMultiHeadAttention.forward = _forward
+''')
+    apart, _, together, _ = both_ways(folder, server, monkeypatch, stages={8}, timeout_s=3)
+    assert verdicts(apart) == verdicts(together)
+    assert not apart[RACE].passed and "crashed or hung 2 times already" in apart[RACE].feedback
+
+
+def test_when_one_child_fails_the_grading_stops_and_says_why(server, monkeypatch, tmp_path):
+    """The grader's own failure in the race's child (here: no control group for it) stops the other
+    child too, and the grading raises that failure: nothing is graded on half a run."""
+    from autograder.errors import GradingError
+
+    real = runner._job_group
+    calls = []
+
+    def second_fails():
+        calls.append(1)
+        return (None, "refused for this test") if len(calls) == 2 else real()
+
+    monkeypatch.setattr(runner, "_job_group", second_fails)
+    with pytest.raises(GradingError, match="refused for this test"):
+        grade(ROOT / "solutions", server=server, stages={8})
+
+
 def test_a_module_that_fails_to_import_fails_every_check_the_same_way_in_both_children(server, monkeypatch, tmp_path):
-    folder = tmp_path / "broken"
-    (folder / "attention_lab").mkdir(parents=True)
-    for path in (ROOT / "solutions" / "attention_lab").glob("*.py"):
-        (folder / "attention_lab" / path.name).write_text(path.read_text())
+    folder = with_modern(tmp_path / "broken", "")
     (folder / "attention_lab" / "modern.py").write_text("raise ImportError('no modern attention here')\n")
     apart, _, together, _ = both_ways(folder, server, monkeypatch, stages={8})
     assert verdicts(apart) == verdicts(together)

@@ -93,6 +93,8 @@ class ForkServer:
         beside the grading process's own. ``start`` waits for it to be ready."""
         if self.proc is not None and self.proc.poll() is None:
             return self
+        if self.uid is not None and self._lock is None:  # closed: its grading user may be another grading's now
+            raise GradingError("this fork server was closed: its grading user is no longer held")
         self._end_process()  # one that has ended: its pipes and error output
         paths = [str(KIT_ROOT)] + [p for p in workspace.site_paths() if p != str(KIT_ROOT)]
         boot = (f"import sys; sys.path[:0] = {paths!r}; from autograder.sandbox.server import serve; "
@@ -117,7 +119,7 @@ class ForkServer:
         answer = (self._read(START_TIMEOUT_S) or "").split()
         if answer[:1] != ["ready"]:
             words = self._last_words()
-            self.close()
+            self._end_process()  # the slot stays held until the server is closed: a child beside may still be watched
             raise GradingError(f"the grader's fork server did not start: {words}")
         self._ready = True
         self.init = int(answer[answer.index("init") + 1]) if "init" in answer else None
@@ -146,13 +148,17 @@ class ForkServer:
                     if end is not None and time.monotonic() >= end:
                         return None
                     continue
-                if line == "":
-                    self._gone = True
-                elif line.startswith("ended "):
-                    code, pid = line.split()[1:3]
-                    self._ended[int(pid)] = int(code)
-                elif line.startswith("started "):
-                    self._started.append(line)
+                self._keep(line)
+
+    def _keep(self, line):
+        """Keep a line of the server's for its waiter."""
+        if line == "":
+            self._gone = True
+        elif line.startswith("ended "):
+            code, pid = line.split()[1:3]
+            self._ended[int(pid)] = int(code)
+        elif line.startswith("started "):
+            self._started.append(line)
 
     def _said_started(self):
         if self._started:
@@ -188,7 +194,7 @@ class ForkServer:
                 continue
             if not (answer or "").startswith("started "):
                 words = self._last_words()
-                self.close()
+                self._end_process()
                 raise GradingError(f"the grader's fork server did not fork a child: {words}")
             return Child(self, int(answer.split()[1]), answer.endswith(" tmpfs"))
         raise AssertionError("unreachable: the second try returns or raises")

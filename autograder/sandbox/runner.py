@@ -19,6 +19,7 @@ import os
 import pickletools
 import signal
 import subprocess
+import threading
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -58,9 +59,20 @@ BUSY_WALL_FACTOR = 6.0
 
 @dataclass
 class Run:
-    """What came back: one observation per task, and what protected the run."""
+    """What came back: one observation per task, and what protected the run; ``struck``, the probe tasks
+    charged with a crash or a hang, in the order they were (the strikes)."""
     observations: dict
     isolation: dict = field(default_factory=dict)
+    struck: list = field(default_factory=list)
+
+
+class _Stopped(Exception):
+    """The other child of this grading failed (the grader's error): this one is stopped too."""
+
+
+def struck_out() -> dict:
+    return error("NotRun", f"not run: the code this check calls crashed or hung {STRIKES} times already, so the "
+                 "grader stopped calling it")
 
 
 def error(kind, message):
@@ -207,19 +219,39 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     beside = [t for t in probes if t in set(apart)]
     if not beside or len(beside) == len(probes) or room_beside(server) is not None:
         return _run_children(submission, tasks, timeout_s, server, required)
-    rest = [t for t in tasks if t not in beside]
-    with ThreadPoolExecutor(1) as pool:
-        other = pool.submit(_run_children, submission, [t for t in tasks if t.kind == "import"] + beside, timeout_s,
-                            server, required, beside=True)
+    stop = threading.Event()  # set by the child that fails (the grader's error): the other stops too
+
+    def lane(some):
         try:
-            run = _run_children(submission, rest, timeout_s, server, required, beside=True)
+            return _run_children(submission, some, timeout_s, server, required, stop=stop)
+        except BaseException:
+            stop.set()
+            raise
+
+    with ThreadPoolExecutor(1) as pool:
+        other = pool.submit(lane, [t for t in tasks if t.kind == "import"] + beside)
+        run = None
+        try:
+            run = lane([t for t in tasks if t not in beside])
+        except _Stopped:  # the child beside failed first: its error is the one raised, below
+            pass
         finally:
-            wait([other])  # it ends within its own worst case
+            wait([other])  # it ends within its own worst case, or at once once stopped
             server.kill_stragglers(None)  # what either child's processes left, swept once both have ended
     side = other.result()
+    assert run is not None
     if len(side.isolation.get("not_kernel", ())) > len(run.isolation.get("not_kernel", ())):
         run.isolation = side.isolation  # the weaker child's, should they differ
-    run.observations = {t: (side if t in beside else run).observations[t] for t in tasks}
+    merged = {t: (side if t in beside else run).observations[t] for t in tasks}
+    # As one child would have left them: once STRIKES probes of one callable crashed or hung, in either
+    # child, the tasks of that callable after them in the plan are not run (the race, last of its layer's,
+    # would otherwise earn what one child refuses a layer that crashes on every small input).
+    order, struck = {t: i for i, t in enumerate(tasks)}, run.struck + side.struck
+    for t in tasks:
+        earlier = {s.name for s in struck if s.callable == t.callable and order[s] < order[t]}
+        if t.kind != "import" and len(earlier) >= STRIKES:
+            merged[t] = struck_out()
+    run.observations, run.struck = merged, sorted(struck, key=order.__getitem__)
     return run
 
 
@@ -233,15 +265,28 @@ def room_beside(server) -> str | None:
         return "this server's gradings run beside other gradings already"
     if len(os.sched_getaffinity(0)) < 2:
         return "this process may use one core"
+    if _available_memory() < 2 * GROUP_MEMORY_LIMIT:  # each child may hold that much, both at once
+        return f"less than {2 * GROUP_MEMORY_LIMIT / 2**30:g} GiB of memory is available"
     server.start_now()
     if not server.concurrent:
         return "the fork server runs one child at a time here"
     return cgroups.unavailable()
 
 
-def _run_children(submission, tasks: list[Task], timeout_s, server, required, beside=False) -> Run:
-    """``run_tasks`` for one set of tasks, in children one after another. ``beside``: another set runs
-    in children of the same server at the same time, and the caller sweeps up after both."""
+def _available_memory() -> int:
+    """The kernel's estimate of the memory that could be used without swapping (MemAvailable), in bytes."""
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return 0
+
+
+def _run_children(submission, tasks: list[Task], timeout_s, server, required, stop=None) -> Run:
+    """``run_tasks`` for one set of tasks, in children one after another. ``stop``: another set runs in
+    children of the same server at the same time (the caller sweeps up after both); when it is set, the
+    other has failed, and this one stops (``_Stopped``)."""
+    beside = stop is not None
     deadline = time.monotonic() + worst_case_s(tasks, timeout_s)
     linux.become_subreaper()
     ws = Workspace(submission, server.uid, server.gid)
@@ -253,6 +298,8 @@ def _run_children(submission, tasks: list[Task], timeout_s, server, required, be
     alone, retried = None, set()  # a task held up by the machine, run again by itself
     try:
         while pending:
+            if beside and stop.is_set():
+                raise _Stopped()
             left = deadline - time.monotonic()
             if left <= 0:
                 for i in pending:
@@ -262,7 +309,7 @@ def _run_children(submission, tasks: list[Task], timeout_s, server, required, be
             out = ws.child_dir()
             batch, wall = ([alone], timeout_s * ALONE_WALL_FACTOR) if alone is not None else (pending, timeout_s)
             found, blamed, why, reported, starved = _one_child(server, ws, tasks, batch, broken, out, wall,
-                                                               timeout_s * CPU_PER_WALL, left, beside)
+                                                               timeout_s * CPU_PER_WALL, left, stop)
             results.update(found)
             alone = None
             if blamed is not None and starved and blamed not in retried and blamed not in results:
@@ -286,13 +333,14 @@ def _run_children(submission, tasks: list[Task], timeout_s, server, required, be
                 # hanging on the CPU and again on CUDA is one attack, and costs no more with a GPU than without;
                 # and a hang in CausalAttention stops the checks that call it, not MultiHeadAttention's.
                 struck.setdefault(task.callable, set()).add(task.name)
+                if task.kind != "import":
+                    run.struck.append(task)
                 if task.kind == "import":
                     broken[task.name] = why["error"]["message"]
                 elif len(struck[task.callable]) >= STRIKES:
                     for i in pending:
                         if i not in results and tasks[i].callable == task.callable:
-                            results[i] = error("NotRun", f"not run: the code this check calls crashed or hung "
-                                               f"{STRIKES} times already, so the grader stopped calling it")
+                            results[i] = struck_out()
             pending = [i for i in pending if i not in results]
     finally:
         ws.remove()
@@ -308,7 +356,7 @@ def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
     return len(tasks) * (timeout_s + 1) + starts * (START_TIMEOUT_S + timeout_s * ALONE_WALL_FACTOR)
 
 
-def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, left, beside=False):
+def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, left, stop=None):
     """Run ``pending`` tasks in one child, each within ``timeout_s`` of its own time (``_watch``) and
     ``cpu_limit`` CPU seconds, the whole child within ``left`` seconds. Returns (the results it wrote:
     index -> observation, the index blamed for an early end, its error, what the child reported of its
@@ -323,12 +371,15 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
     job_path = ws.control / f"{out.name}.json"
     job.write(job_path)
     group, no_group = _job_group()
+    beside = stop is not None
+    if beside and group is None:  # its stragglers could be told from the other child's by its group alone
+        raise GradingError(f"a grading child beside another needs a control group of its own, and got none: {no_group}")
     own_disk = None if ws.disk == workspace.TMPFS else (workspace.OUTPUT_BYTES, workspace.OUTPUT_INODES)
     proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()), tmpfs=own_disk)
     seen = proc.view(out)  # where the grader reads what the child wrote in ``out``
     ahead = _Ahead(seen, pending)
     try:
-        code, stopped, layers, starved = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group, ahead)
+        code, stopped, layers, starved = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group, ahead, stop)
     finally:
         _kill(proc)
         # Beside another child the user-wide sweep would end that one too: the removal of this child's group
@@ -410,7 +461,7 @@ def _with_grader_facts(reported: bytes, group, why, output_tmpfs) -> dict:
             "output": "tmpfs" if output_tmpfs else "the grader's disk"}
 
 
-def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None, ahead=None):
+def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None, ahead=None, stop=None):
     """Wait for the child; stop it when a task breaks a limit, when it outlives the time of all its
     ``pending`` tasks together, or when it does not end after saying it is done. The task in progress
     is the child's word, in a folder the submission can write, so the word cannot turn the watch off:
@@ -424,7 +475,8 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None,
     The report is read while the child is stopped at the end of its trusted set-up (it stops itself
     there, and this sends SIGCONT once the report is read), before any student code can rewrite it.
     Then, and only then, the child is moved into its cgroup ``group``: no student code has run yet.
-    Meanwhile the results of finished tasks are decoded ``ahead``."""
+    Meanwhile the results of finished tasks are decoded ``ahead``. ``stop``: set when the other child of
+    this grading has failed; this one is stopped then (``_Stopped``)."""
     cpu_limit = timeout_s * CPU_PER_WALL if cpu_limit is None else cpu_limit
     started = time.monotonic()
     allowed = START_TIMEOUT_S + len(pending) * (timeout_s + 1)
@@ -470,6 +522,8 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None,
             return None, f"used more than {GROUP_MEMORY_LIMIT / 2**30:g} GiB of memory", layers, False
         if ahead is not None:
             ahead.read(current)
+        if stop is not None and stop.is_set():
+            raise _Stopped()
 
 
 class _Ahead:
