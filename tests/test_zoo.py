@@ -45,9 +45,12 @@ def server():
 
 
 def grade_entry(path: Path, tmp_path: Path, server):
+    """The entry's constants and its results; no check may hit the grader's own error on any entry (a
+    grader error is never the student's loss, and never a verdict the zoo could call caught)."""
     entry = read_entry(path)
-    results = grade(assemble(path, entry, tmp_path), stages=stages_using(entry["MODULE"]), server=server).results
-    return entry, results
+    graded = grade(assemble(path, entry, tmp_path), stages=stages_using(entry["MODULE"]), server=server)
+    assert not graded.grader_errors, f"{path.stem}: the grader failed on {[e[0] for e in graded.grader_errors]}"
+    return entry, graded.results
 
 
 @pytest.mark.parametrize("path", WRONG, ids=[p.stem for p in WRONG])

@@ -96,6 +96,21 @@ def describe_future(weights, name="your attention weights"):
 
 # --- exceptions raised by the student's code -------------------------------------------------
 
+RECORD_FIELDS = {"type": str, "message": str, "where": str, "code": str, "function": str, "not_implemented": bool,
+                 "importing": str}
+
+
+def is_error_record(obs) -> bool:
+    """``{"error": record}`` as ``attempt`` (or the runner) writes it for a call that raised: that one key,
+    and a record with every field ``problem`` gives one, of its type (a record may say more, such as why a
+    file was left out). The one test of it: a student's own dict with an ``"error"`` key (a parameter named
+    ``error``, in a report of parameters by name) is the student's data, not an error."""
+    if type(obs) is not dict or set(obs) != {"error"} or type(obs["error"]) is not dict:
+        return False
+    record = obs["error"]
+    return all(type(record.get(k)) is t for k, t in RECORD_FIELDS.items())
+
+
 def problem(kind, message, **located):
     """An error record as plain data (it crosses from the grader's child process as is)."""
     record = {"type": kind, "message": message, "where": "", "code": "", "function": "",

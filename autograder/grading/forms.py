@@ -18,18 +18,10 @@ from pathlib import Path
 
 import torch
 
+from ..public.feedback import is_error_record
+
 FORMS_PATH = Path(__file__).with_name("golden") / "forms.json"
 ANY = "any"  # where the reference itself gave None or an error: a student's code may give anything
-ERROR_FIELDS = {"type": str, "message": str, "where": str, "code": str, "function": str, "not_implemented": bool,
-                "importing": str}
-
-
-def is_error_record(obs) -> bool:
-    """``{"error": record}`` as ``attempt`` (or the runner) writes it for a call that raised."""
-    if type(obs) is not dict or set(obs) != {"error"} or type(obs["error"]) is not dict:
-        return False
-    record = obs["error"]
-    return set(record) == set(ERROR_FIELDS) and all(type(record[k]) is t for k, t in ERROR_FIELDS.items())
 
 
 def form_of(obs):

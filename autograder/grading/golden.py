@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from ..public.feedback import is_error_record
+
 GOLDEN_PATH = Path(__file__).with_name("golden") / "golden.pt"
 
 
@@ -31,7 +33,7 @@ def compute_golden(solutions: Path):
 
 def _has_error(obs):
     if isinstance(obs, dict):
-        return "error" in obs or any(_has_error(v) for v in obs.values())
+        return is_error_record(obs) or any(_has_error(v) for v in obs.values())
     if isinstance(obs, list):
         return any(_has_error(v) for v in obs)
     return False

@@ -18,6 +18,7 @@ from ..sandbox.protocol import Task
 from ..sandbox.runner import PYTHON, TASK_TIMEOUT_S, run_tasks
 from ..sandbox.workspace import bindings_out_of_reach, children_own_root
 from .config import CourseConfig, given_code
+from ..public.feedback import is_error_record
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
 from .judging import cause_of, described, device_mismatch
@@ -71,7 +72,7 @@ def _judge(check, obs, golden, device) -> Verdict:
     try:
         if obs is None:
             return Verdict(FAILED, "no result came back for this check")
-        if isinstance(obs, dict) and "error" in obs:
+        if is_error_record(obs):
             return _failed(obs["error"])
         note = check.judge(obs, Context(golden, device, {probe: load_golden()[probe] for probe in check.golden_of}))
     except Fail as exc:

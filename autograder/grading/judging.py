@@ -7,7 +7,7 @@ import torch
 
 from ..curriculum import STAGE_OF
 from ..public.book import PRINTED
-from ..public.feedback import describe_error, describe_mismatch, describe_row_sums
+from ..public.feedback import describe_error, describe_mismatch, describe_row_sums, is_error_record
 from .registry import Fail
 from .results import Cause
 
@@ -63,7 +63,7 @@ def forward_failure(out, device, what):
     where CUDA would refuse (an in-place fill with a CPU mask), and any other error (a wrong shape) is the
     numeric checks' to judge, so that the same code gets the same points with or without a GPU. Returns
     the note of a forward that could not run and costs nothing."""
-    if not (isinstance(out, dict) and "error" in out):
+    if not is_error_record(out):
         return None
     if device == "meta" or not device_mismatch(out):
         return f"{what}.forward could not run on {device} ({described(out['error'])}); judged by where its tensors went"
@@ -75,7 +75,7 @@ def get(obs, *keys):
     for key in (None, *keys):
         if key is not None:
             obs = obs[key]
-        if isinstance(obs, dict) and "error" in obs:
+        if is_error_record(obs):
             raise failure(obs["error"])
     return obs
 
@@ -145,9 +145,7 @@ def check_shapes(obs, configs, expected_shape):
         cfg = by_name.get(report["config"])
         expect(cfg is not None, f"the shape report names a configuration the grader did not make: {report['config']!r}")
         label = f"{report['config']} ({report['dtype_in']} input)"
-        result = get(report, "result")
-        if "error" in result:
-            raise failure(result["error"], "" if result["error"]["not_implemented"] else f"{label}: ")
+        result = get(report, "result")  # an error record there fails the check, in get
         want = expected_shape(cfg)
         expect(result["shape"] == want, f"{label}: output shape is {tuple(result['shape'])}, expected {tuple(want)}")
         expect(result["dtype"] == report["dtype_in"],

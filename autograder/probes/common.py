@@ -13,7 +13,7 @@ import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..public.book import BATCH, INPUTS  # noqa: F401  (the chapter's inputs: public data the probes use)
-from ..public.feedback import error_record, problem
+from ..public.feedback import error_record, is_error_record, problem
 from ..public.pictures import attention_of
 
 SUBMISSION_ROOT = Path(".")  # set by Lab: where the student's files are, to locate errors in them
@@ -425,7 +425,7 @@ def device_report(build, weights, device, d_in, spare_biases=False):
         with trace:
             out = module(x.to(device).clone())
         summary = meta_summary(out)
-        if device != "meta" and not (isinstance(reference, dict) and "error" in reference):
+        if device != "meta" and not is_error_record(reference):
             summary["out"], summary["cpu_out"] = plain(out), reference
         return summary
 

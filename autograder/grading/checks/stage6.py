@@ -1,4 +1,5 @@
 """Stage 6 judges: the fused projection, padding masks, attention dropout, q/k/v/o heads."""
+from ...public.feedback import is_error_record
 from ...public.pictures import Picture, heatmap, row_sum_problem
 from ...probes.stage6 import ALL_PADDED, FUSED_SHAPES, KEYS, MASKED_SHAPES, MHSA_SHAPES, PROJ
 from ..families import layer, like_x, shape_contract
@@ -30,7 +31,7 @@ def masked_softmax(obs, ctx):
                  "(float32's minimum does not fit in bfloat16: it is -inf there, or an error, and a row of -inf is "
                  "nan after the softmax)")
     low = obs.get("all_hidden_bfloat16")
-    if isinstance(low, dict) and "error" in low:  # the fill itself refused, as masked_fill does on overflow
+    if is_error_record(low):  # the fill itself refused, as masked_fill does on overflow
         raise failure(low["error"], "masked_softmax(scores.bfloat16(), mask): ", own_dtype)
     expect_finite(get(obs, "all_hidden_bfloat16"), "masked_softmax(scores.bfloat16(), mask)", own_dtype)
     visible = ALL_PADDED.any(dim=-1)  # sequences with at least one real key

@@ -14,6 +14,7 @@ import torch
 from ...probes.stage9 import (BAND_WINDOW, CONTEXT, COST_CASES, DIM, FULL, HEADS, KV_HEADS, LATENT, LAYER_SHAPES,
                               PIECES, RELATIVE, SWA_SHAPES, TABLE_CASES, WINDOW, Q, X, kit_tables, mla_weights)
 from ...public import oracles
+from ...public.feedback import is_error_record
 from ..families import d_out_wide, layer, shape_contract
 from ..judging import (LEAK_LIMIT, check_context_edges, check_gradients, check_leak, check_value_error, close, expect,
                        expect_close, expect_parameters, forward_failure, get)
@@ -456,7 +457,7 @@ def layer_structure(obs, ctx):
         rope = get(obs, f"rope_gqa_{key}")
         gqa = obs.get(f"gqa_{key}")
         call = f"RopeGroupedQueryAttention({DIM}, {DIM}, {CONTEXT}, {HEADS}, {KV_HEADS}{flag})"
-        if isinstance(gqa, dict) and "error" not in gqa:
+        if isinstance(gqa, dict) and not is_error_record(gqa):
             # Stage 8's check prices GroupedQueryAttention's own parameters: here only what the rotary layer
             # changes in them, so that one slip in stage 8 is not charged again.
             expect_parameters(rope, gqa, call, " (it extends your GroupedQueryAttention with the same arguments, "
