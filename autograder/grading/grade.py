@@ -14,11 +14,11 @@ from .. import probes
 from ..curriculum import modules_for
 from ..intake.review import review
 from ..intake.submission import opened
+from ..public.feedback import is_error_record
 from ..sandbox.protocol import Task
 from ..sandbox.runner import PYTHON, TASK_TIMEOUT_S, run_tasks
 from ..sandbox.workspace import bindings_out_of_reach, children_own_root
 from .config import CourseConfig, given_code
-from ..public.feedback import is_error_record
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
 from .judging import cause_of, described, device_mismatch

@@ -142,8 +142,8 @@ class ForkServer:
                 found = mine()
                 if found is not None:
                     return found
-                left = READ_SLICE_S if end is None else max(0.0, end - time.monotonic())
-                line = self._read(min(left, READ_SLICE_S))  # a slice at a time: another waiter may want to look
+                left = READ_SLICE_S if end is None else min(READ_SLICE_S, max(0.0, end - time.monotonic()))
+                line = self._read(left)  # a slice at a time: another waiter may want to look
                 if line is None:
                     if end is not None and time.monotonic() >= end:
                         return None

@@ -70,6 +70,12 @@ class _Stopped(Exception):
     """The other child of this grading failed (the grader's error): this one is stopped too."""
 
 
+def _strikes(struck, callable) -> int:
+    """Strikes against ``callable`` among the tasks ``struck``: one per probe of it that crashed or hung,
+    however many devices it did so on."""
+    return len({t.name for t in struck if t.callable == callable})
+
+
 def struck_out() -> dict:
     return error("NotRun", f"not run: the code this check calls crashed or hung {STRIKES} times already, so the "
                  "grader stopped calling it")
@@ -215,9 +221,9 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     if server is None:
         with ForkServer(threads=threads) as server:  # one grading's: its first meta task warms that device
             return run_tasks(submission, tasks, timeout_s, server, required, apart=apart)
-    probes = [t for t in tasks if t.kind != "import"]
-    beside = [t for t in probes if t in set(apart)]
-    if not beside or len(beside) == len(probes) or room_beside(server) is not None:
+    measured, apart = [t for t in tasks if t.kind != "import"], set(apart)
+    beside = [t for t in measured if t in apart]
+    if not beside or len(beside) == len(measured) or room_beside(server) is not None:
         return _run_children(submission, tasks, timeout_s, server, required)
     stop = threading.Event()  # set by the child that fails (the grader's error): the other stops too
 
@@ -247,9 +253,8 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     # child, the tasks of that callable after them in the plan are not run (the race, last of its layer's,
     # would otherwise earn what one child refuses a layer that crashes on every small input).
     order, struck = {t: i for i, t in enumerate(tasks)}, run.struck + side.struck
-    for t in tasks:
-        earlier = {s.name for s in struck if s.callable == t.callable and order[s] < order[t]}
-        if t.kind != "import" and len(earlier) >= STRIKES:
+    for t in measured:
+        if _strikes([s for s in struck if order[s] < order[t]], t.callable) >= STRIKES:
             merged[t] = struck_out()
     run.observations, run.struck = merged, sorted(struck, key=order.__getitem__)
     return run
@@ -293,7 +298,6 @@ def _run_children(submission, tasks: list[Task], timeout_s, server, required, st
     run = Run({})
     results: dict[int, dict] = {}
     broken: dict[str, str] = {}
-    struck: dict[str, set] = {}
     pending = list(range(len(tasks)))
     alone, retried = None, set()  # a task held up by the machine, run again by itself
     try:
@@ -332,15 +336,14 @@ def _run_children(submission, tasks: list[Task], timeout_s, server, required, st
                 # Strikes count the probes of one callable that crashed or hung, not the tasks: one probe
                 # hanging on the CPU and again on CUDA is one attack, and costs no more with a GPU than without;
                 # and a hang in CausalAttention stops the checks that call it, not MultiHeadAttention's.
-                struck.setdefault(task.callable, set()).add(task.name)
-                if task.kind != "import":
-                    run.struck.append(task)
                 if task.kind == "import":
                     broken[task.name] = why["error"]["message"]
-                elif len(struck[task.callable]) >= STRIKES:
-                    for i in pending:
-                        if i not in results and tasks[i].callable == task.callable:
-                            results[i] = struck_out()
+                else:
+                    run.struck.append(task)
+                    if _strikes(run.struck, task.callable) >= STRIKES:
+                        for i in pending:
+                            if i not in results and tasks[i].callable == task.callable:
+                                results[i] = struck_out()
             pending = [i for i in pending if i not in results]
     finally:
         ws.remove()

@@ -89,7 +89,7 @@ def pytorch_known(obs, ctx):
 
 
 layer(CHECKS, "s4.pytorch", "MultiHeadAttentionPyTorch", no_leak=1,
-             titles={"no_leak": "MultiHeadAttentionPyTorch is causal"})
+      titles={"no_leak": "MultiHeadAttentionPyTorch is causal"})
 
 
 @CHECKS.add("s4.param_count", points=1, probe="s4.param_count",

@@ -336,7 +336,7 @@ def sublayer_dropout(obs, ctx):
 
 
 layer(CHECKS, "s7.decoder", "DecoderLayer", no_leak=1,
-             titles={"no_leak": "DecoderLayer with subsequent_mask never lets a position see a later one"})
+      titles={"no_leak": "DecoderLayer with subsequent_mask never lets a position see a later one"})
 
 
 @CHECKS.add("s7.gradients", points=1, probe="s7.gradients", devices=NUMERIC,
