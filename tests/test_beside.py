@@ -158,3 +158,48 @@ def test_grade_alls_workers_run_one_child_per_grading(monkeypatch):
     """Several gradings share the machine there already: the cores are theirs, not a race's."""
     with ForkServer(beside=False) as started:
         assert runner.room_beside(started) == "this server's gradings run beside other gradings already"
+
+
+def test_a_child_is_its_own_process_group_from_the_moment_it_is_said_started(monkeypatch, tmp_path):
+    """A child that the grader stops at once (the other child failed: ``_kill`` at its start) is killed
+    through its process group, which the child makes itself after the fork. Here that takes the child a
+    second (as a busy machine may): the server says "started" only once the group is there, so the kill
+    reaches the child. It once said it at the fork: the kill found no such group, the child lived on and
+    stopped itself after its set-up, and the grading waited for its end for ever."""
+    import os
+    import signal
+    import subprocess
+
+    from autograder.sandbox import forkserver
+
+    real = subprocess.Popen
+
+    def slow_to_make_its_group(args, **kwargs):
+        slow = "import os, time; _setsid = os.setsid; os.setsid = lambda: (time.sleep(1), _setsid())[1]; "
+        return real([*args[:-1], slow + args[-1]], **kwargs)
+
+    monkeypatch.setattr(forkserver.subprocess, "Popen", slow_to_make_its_group)
+    with ForkServer() as server:
+        child = server.start(tmp_path / "no-job.json", tmp_path / "stderr", tmp_path, server.base_env())
+        os.killpg(child.pid, signal.SIGKILL)  # ProcessLookupError: no such group yet
+        assert child.wait(timeout=30) == -signal.SIGKILL
+
+
+def test_a_child_that_outlives_its_kill_stops_the_grading_rather_than_hang_it():
+    """The last layer under the one above: a child that has not ended ``KILLED_WITHIN_S`` after the kill of
+    its group is reported (and the grading stops as the grader's failure), never waited for without end."""
+    import subprocess
+
+    class Outlives:
+        pid = 2**22 + 1  # above the kernel's largest pid: no such group
+        waited = None
+
+        def poll(self):
+            return None
+
+        def wait(self, timeout=None):
+            self.waited = timeout
+            raise subprocess.TimeoutExpired("grading child", timeout)
+
+    child = Outlives()
+    assert runner._kill(child) is False and child.waited == runner.KILLED_WITHIN_S

@@ -384,13 +384,15 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
     try:
         code, stopped, layers, starved = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group, ahead, stop)
     finally:
-        _kill(proc)
+        ended = _kill(proc)
         # Beside another child the user-wide sweep would end that one too: the removal of this child's group
         # below ends everything it started, and the caller sweeps once both have ended.
         server.kill_stragglers(proc.pid, everyone=not beside)
         out_of_memory = group is not None and group.ran_out_of_memory()
         if group is not None:
             group.remove()
+    if not ended:
+        raise GradingError(f"a grading child outlived SIGKILL for {KILLED_WITHIN_S} s")
     if layers is not None:
         layers = _with_grader_facts(layers, group, no_group, proc.output_tmpfs)
     if out_of_memory and stopped is None and code == -signal.SIGKILL:
@@ -769,10 +771,18 @@ def _blame(tasks, index, how, timeout):
     return error("Crash", f"the submission {how} while this check ran")
 
 
-def _kill(proc):
+KILLED_WITHIN_S = 30  # a child killed that has not ended by then never will: the grading stops, not hangs
+
+
+def _kill(proc) -> bool:
+    """Kill the child's process group; whether the child has ended (within ``KILLED_WITHIN_S``)."""
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    proc.wait()
+    try:
+        proc.wait(KILLED_WITHIN_S)
+    except subprocess.TimeoutExpired:
+        return False
+    return True

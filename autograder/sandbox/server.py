@@ -86,10 +86,18 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
             mounted = [request["cwd"]] if mounts and request.get("tmpfs") and _output_tmpfs(request) else []
             if init is not None and os.waitpid(init, os.WNOHANG)[0]:  # its namespace is gone: no child can be forked
                 sys.exit("the PID namespace's init has ended")  # the grader starts another server
+            grouped, has_group = os.pipe()
             pid = os.fork()
             if pid == 0:
+                os.close(grouped)
                 torch.set_num_threads(threads)
-                _become_child(request)
+                _become_child(request, has_group)
+            os.close(has_group)
+            # "started" names a process group: the grader may kill the child's group from the moment it
+            # hears it, and a group killed before the child had made it would be none (ESRCH): the child
+            # would live on and stop itself after its set-up, and the grader wait for its end for ever.
+            os.read(grouped, 1)  # b"" where the child died before: then its end is said as any other
+            os.close(grouped)
             say(f"started {pid}" + (" tmpfs" if mounted else ""))
             if concurrent:
                 running[os.pidfd_open(pid)] = pid  # the child has closed it (and every fd but its stdio)
@@ -163,13 +171,15 @@ def _output_tmpfs(request) -> bool:
     return True
 
 
-def _become_child(request):
-    """In the forked child: a session of its own, its own stdio and environment, then
-    ``child.main``. Never returns into the server's loop."""
+def _become_child(request, has_group: int):
+    """In the forked child: a session of its own (said on ``has_group``), its own stdio and environment,
+    then ``child.main``. Never returns into the server's loop."""
     code = 1
     try:
         die_with_parent(request["server"])  # at once; child.main asks again after dropping root
         os.setsid()  # its own process group: the grader kills the whole group
+        os.write(has_group, b"1")
+        os.close(has_group)
         null = os.open(os.devnull, os.O_RDWR)
         err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         os.dup2(null, 0)
