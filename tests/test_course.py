@@ -1,6 +1,8 @@
 """The nbgrader course as files: what ``attention-lab nbgrader init`` writes (no nbgrader run here;
 tests/test_nbgrader.py runs the real thing)."""
 import json
+import os
+import re
 import shutil
 
 import pytest
@@ -143,6 +145,44 @@ def test_the_look_cell_draws_the_reference_and_asks_for_code_on_the_stubs(stage,
             assert drew == "drew" and int(count) >= 1 and set(eval(flagged)) == {0}, said.stdout  # nothing in red
         else:
             assert "Not written yet" in said.stdout, said.stdout
+
+
+@pytest.mark.parametrize("student", ["reference", "stubs", "autograde"])
+def test_the_gpt_cells_write_train_and_draw_and_autograde_skips_the_training(student, root, tmp_path):
+    """Stage 10's cells that put the model to work, run in order as a notebook runs them (display stood
+    in for; 40 training steps, not 600): the reference writes, learns (the loss falls) and draws its
+    heads; the stubs get a sentence from each cell; under nbgrader's autograde the model still writes
+    (a second), but the half minute of training and the heads of a model never trained are left out,
+    as only the grade cells count there."""
+    import subprocess
+    import sys
+
+    cells = {c["id"]: "".join(c["source"]) for c in stage_notebook(STAGES[10], "", None)["cells"]}
+    train = cells["gpt-train"].replace("steps=600", "steps=40")
+    assert train != cells["gpt-train"]
+    code = ("def display(found): print('drew', type(found).__name__)\n"
+            + "\n".join([cells["gpt-writes"], train, cells["gpt-heads"]]))
+    package = root / ("assignments" if student == "stubs" else "solutions") / "attention_lab"
+    shutil.copytree(root / "assignments" / "tests", tmp_path / "tests")
+    shutil.copytree(package, tmp_path / "attention_lab")
+    env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
+    if student == "autograde":
+        env["NBGRADER_EXECUTION"] = "autograde"
+    said = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert said.returncode == 0 and not said.stderr, said.stderr
+    out = said.stdout
+    if student == "stubs":  # a sentence from each cell, and no traceback (stderr is checked above)
+        assert out.count("Not written yet") == 2 and "No model was trained" in out and "drew" not in out, out
+        return
+    assert "with a KV cache:" in out and "Not written yet" not in out, out  # the model writes either way
+    if student == "autograde":
+        assert "Not run while autograding" in out and "No model was trained" in out, out
+        assert "step 40/40" not in out and "drew" not in out, out
+    else:
+        losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", out)]
+        assert "step 40/40" in out and losses[-1] < losses[0], out
+        assert out.count("drew") == 3 and "Not run" not in out, out  # the loss, then the heads twice
 
 
 @pytest.mark.parametrize("stage", [STAGES[1], STAGES[10]], ids=lambda s: s.module)

@@ -41,8 +41,9 @@ from nbgrader.api import Gradebook
 
 from autograder.authoring.build import planned_files
 from autograder.authoring.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
-from autograder.authoring.course import hand_in, notebook_name, reference_code
+from autograder.authoring.course import hand_in, init_course, notebook_name, reference_code
 from autograder.curriculum import STAGES
+from autograder.grading.config import from_data
 from autograder.grading.golden import load_golden
 from autograder.grading.grade import grade
 from autograder.grading.registry import max_points
@@ -395,8 +396,10 @@ def test_import_refuses_a_folder_that_is_no_course(tmp_path):
 
 
 def test_release_guard_refuses_solution_code_in_source_modules(tmp_path):
-    course = tmp_path / "course"
-    run(ROOT, sys.executable, "-m", "autograder.cli", "nbgrader", "init", str(course))
+    """On a course of stage 3 alone: the guard reads every module of the source folder (a course of one
+    stage ships them all), and nbgrader releases one notebook, not ten, twice (a few seconds each)."""
+    course, one_stage = tmp_path / "course", from_data({"stages": [3]})
+    init_course(course, config=one_stage, log=lambda _: None)
     # What running the source notebook's module cell does: it saves the solution, markers and all.
     module = course / "source" / ASSIGNMENT / "attention_lab" / "causal.py"
     module.write_text((SOLUTIONS / "causal.py").read_text())
@@ -407,7 +410,7 @@ def test_release_guard_refuses_solution_code_in_source_modules(tmp_path):
     assert "Traceback" not in said, said  # one paragraph, not a traceback
     assert not (course / "release" / ASSIGNMENT).exists(), "a release with solution code was left behind"
     # The advice works: init restores the module (it holds solution code) and the release goes through.
-    run(ROOT, sys.executable, "-m", "autograder.cli", "nbgrader", "init", str(course))
+    init_course(course, config=one_stage, log=lambda _: None)
     assert module.read_text() == (ROOT / "assignments" / "attention_lab" / "causal.py").read_text()
     run(course, BIN / "nbgrader", "generate_assignment", ASSIGNMENT)
 

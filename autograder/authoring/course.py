@@ -278,14 +278,18 @@ process (so they see your latest code, not an earlier import). They show the boo
 and say what is off; the hidden checks at the end test more than these.
 """
 
-# nbgrader's autograde sets NBGRADER_EXECUTION: there the public checks would only cost each notebook a
-# second process importing torch and pytest (a third of its time), and only the grade cells count.
-SELF_CHECK = """\
+# nbgrader's autograde sets NBGRADER_EXECUTION, and there only the grade cells count: a cell that costs
+# seconds and decides nothing (the public checks: a second process importing torch and pytest, a third of
+# a notebook's time; stage 10's training: half a minute a student) says so instead of running.
+AUTOGRADING = 'os.environ.get("NBGRADER_EXECUTION") == "autograde"'
+NOT_RUN = "Not run while autograding: the grade cells below decide the points. Run it yourself to see {what}."
+
+SELF_CHECK = f"""\
 import os, sys
-if os.environ.get("NBGRADER_EXECUTION") == "autograde":
-    print("Not run while autograding: the grade cells below decide the points. Run it yourself to see the checks.")
+if {AUTOGRADING}:
+    print("{NOT_RUN.format(what='the checks')}")
 else:
-    !{{sys.executable}} -m pytest -q -p no:cacheprovider -m stage{n} tests"""
+    !{{{{sys.executable}}}} -m pytest -q -p no:cacheprovider -m stage{{n}} tests"""
 
 LOOK_TEXT = """\
 ## Look at your attention
@@ -331,6 +335,7 @@ repeats: a word, again and again. Its weights load into *your* `GPTModel`, and y
 `generate_greedy` writes with them. Then the same with your `CachedGPTModel` and `generate_cached`:
 the same text, and the time each takes per token.
 """, """\
+import os
 import sys
 import time
 import torch
@@ -357,27 +362,40 @@ except NotImplementedError as exc:
 A fresh model of the same size, trained with your `train_steps` for 600 steps (about half a
 minute on a laptop's CPU). Watch the loss: it falls in a rush once the model finds out that
 it can copy, the moment an *induction head* forms.
-""", """\
+""", f"""\
 from pictures import bars
 
-torch.manual_seed(0)
-fresh = GPTModel(tiny_gpt.CONFIG)
-optimizer = torch.optim.AdamW(fresh.parameters(), lr=3e-3, weight_decay=0.01)
-losses, steps, chunk, start = [], 600, 20, time.perf_counter()
-try:
+
+def train(model, steps, chunk):
+    \"\"\"Your train_steps, `chunk` batches at a time, with a progress bar; the loss of every step.\"\"\"
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    losses, start = [], time.perf_counter()
     for done in range(0, steps, chunk):
         batches = [tiny_gpt.task_batch(32, seed=done + i) for i in range(chunk)]
-        losses += train_steps(fresh, batches, optimizer, chunk)
+        losses += train_steps(model, batches, optimizer, chunk)
         bar = "#" * (30 * (done + chunk) // steps)
-        print(f"\\r[{bar:<30}] step {done + chunk}/{steps}, loss {losses[-1]:.3f}, "
-              f"{time.perf_counter() - start:.0f} s", end="", flush=True)
+        print(f"\\r[{{bar:<30}}] step {{done + chunk}}/{{steps}}, loss {{losses[-1]:.3f}}, "
+              f"{{time.perf_counter() - start:.0f}} s", end="", flush=True)
     print()
-    means = [sum(losses[i:i + chunk]) / chunk for i in range(0, steps, chunk)]
-    display(bars(means, [str(i + chunk) if (i // chunk) % 5 == 4 else "" for i in range(0, steps, chunk)],  # noqa: F821
-                 f"your model's loss, {chunk} steps to a bar", axis="training step",
-                 note="the first time through a word nothing can be predicted: about 0.6 of loss stays for good"))
-except NotImplementedError as exc:
-    print(f"Not written yet ({exc!r}): fill in train_steps above, run its cell, then run this one again.")"""),
+    return losses
+
+
+torch.manual_seed(0)
+trained = None  # the model the next cell looks into, once it has learned
+if {AUTOGRADING}:
+    print("{NOT_RUN.format(what='your model learn')}")
+else:
+    try:
+        fresh, chunk = GPTModel(tiny_gpt.CONFIG), 20
+        losses = train(fresh, steps=600, chunk=chunk)
+        trained = fresh
+        starts = range(0, len(losses), chunk)
+        means = [sum(losses[i:i + chunk]) / chunk for i in starts]
+        display(bars(means, [str(i + chunk) if (i // chunk) % 5 == 4 else "" for i in starts],  # noqa: F821
+                     f"your model's loss, {{chunk}} steps to a bar", axis="training step",
+                     note="the first time through a word nothing can be predicted: about 0.6 of loss stays for good"))
+    except NotImplementedError as exc:
+        print(f"Not written yet ({{exc!r}}): fill in the code above, run its cell, then run this one again.")"""),
     ("heads", """\
 ## Look at its heads
 
@@ -389,12 +407,15 @@ time (a line as many tokens back as the word is long, less one): an induction he
 from pictures import attention_by_block, head_pictures
 
 sample = "quartz quartz quar"
-try:
-    weights = attention_by_block(fresh.eval(), tiny_gpt.encode(sample))
-    display(head_pictures(weights, list(sample), period=sample.index(" ") + 1))  # noqa: F821
-    display(head_pictures(weights, list(sample), every=True))  # noqa: F821
-except NotImplementedError as exc:
-    print(f"Not written yet ({exc!r}): fill in the code above, run its cell, then run this one again.")"""),
+if trained is None:  # autograde leaves the training out, and so does code not written yet
+    print("No model was trained in the cell above, so there are no learned heads to look at.")
+else:
+    try:
+        weights = attention_by_block(trained.eval(), tiny_gpt.encode(sample))
+        display(head_pictures(weights, list(sample), period=sample.index(" ") + 1))  # noqa: F821
+        display(head_pictures(weights, list(sample), every=True))  # noqa: F821
+    except NotImplementedError as exc:
+        print(f"Not written yet ({exc!r}): fill in the code above, run its cell, then run this one again.")"""),
 ]}
 
 GRADED_TEXT = """\
