@@ -279,3 +279,14 @@ def test_the_class_benchmark_runs_end_to_end(capsys):
     bench(["--students", "4", "--jobs", "1"])
     out = capsys.readouterr().out
     assert "built 4 submissions" in out and "4 submissions in" in out and "(4 rows in the CSV)" in out, out
+
+
+def test_the_default_workers_are_the_cpus_this_process_may_use(tmp_path, root, monkeypatch):
+    """Under ``taskset -c 0`` (or a container's cpuset of one) the machine's other cores are not the
+    grader's: one worker, where the CPU count would start two that take turns on one core."""
+    for name in ("ann", "ben"):
+        shutil.copytree(root / "assignments" / "attention_lab", tmp_path / "class" / name / "attention_lab")
+    said = []
+    monkeypatch.setattr(grade_all_module.os, "sched_getaffinity", lambda pid: {0})
+    assert grade_all(tmp_path / "class", tmp_path / "grades.csv", stages=[1], log=said.append) == 0
+    assert any("2 to grade with 1 worker" in line for line in said), said

@@ -185,7 +185,7 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
     folder, out = Path(folder).expanduser().resolve(), Path(out).expanduser().resolve()
     json_dir = Path(json_dir).expanduser().resolve() if json_dir else out.with_name(out.stem + "-results")
     stages = sorted(stages or config.stages)
-    jobs = jobs or min(os.cpu_count() or 1, 8)
+    jobs = jobs or min(len(os.sched_getaffinity(0)), 8)  # the CPUs this process may use (taskset, a cpuset)
     ignored = []
     if entries is None:
         entries, ignored = discover(folder, skip=[out, json_dir, *summary_files(out)])
@@ -215,8 +215,9 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
                 todo.append((e, key_e))
         if ignored:
             log(f"left out (not a folder, .zip or .ipynb): {', '.join(map(printable, ignored))}")
+        workers = min(jobs, len(todo) or 1)
         log(f"{len(entries)} submissions in {folder}: {len(records)} already graded, {len(todo)} to grade "
-            f"with {min(jobs, len(todo) or 1)} workers" + (f" (records in {json_dir})" if records else ""))
+            f"with {workers} worker{'s' * (workers != 1)}" + (f" (records in {json_dir})" if records else ""))
         failed = {}
         write_atomically(out, csv_text(entries, records, stages, failed, config))
         if todo:
