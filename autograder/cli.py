@@ -49,7 +49,8 @@ def main(argv=None):
                    help="the class CSV; the score summary goes beside it, as CSV's name with .txt and .png")
     a.add_argument("--json-dir", metavar="DIR", help="one results.json per student, the record of what is done "
                    "(default: beside the CSV, its name with -results)")
-    a.add_argument("--jobs", "-j", type=int, metavar="N", help="students graded at once (default: the CPUs it may use, at most 8)")
+    a.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="students graded at once (default: the CPUs it may use, at most 8)")
     a.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
                    help=STAGE_HELP)
     a.add_argument("--timeout", type=float, metavar="S", help="seconds one check may run (default: 10)")
@@ -75,7 +76,8 @@ def main(argv=None):
                          "gradebook (instead of `nbgrader autograde`)")
     m.add_argument("course_dir", metavar="COURSE_DIR")
     m.add_argument("--assignment", help="nbgrader's name for the assignment (default: attention)")
-    m.add_argument("--jobs", "-j", type=int, metavar="N", help="students graded at once (default: the CPUs it may use, at most 8)")
+    m.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="students graded at once (default: the CPUs it may use, at most 8)")
     m.add_argument("--timeout", type=float, metavar="S", help="seconds one check may run (default: 10)")
     _config_option(m)
 
