@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import yaml
 
-from autograder.authoring.course import reference_code
+from tools.zoo import reference_code
 from autograder.cli import main
 from autograder.curriculum import STAGES
 from autograder.delivery.classroom import public_tests

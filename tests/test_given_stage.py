@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from autograder.authoring.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
-from autograder.authoring.course import hand_in, reference_code
+from tools.zoo import hand_in, reference_code
 from autograder.delivery.classroom import export as export_classroom
 from autograder.delivery.classrun.grade_all import grade_all
 from autograder.delivery.gradescope import export as export_gradescope

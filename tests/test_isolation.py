@@ -886,3 +886,21 @@ def test_bindings_that_graded_code_cannot_import_are_named_once(tmp_path, monkey
     grading._warn_once({"files": "kernel"})
     said = capsys.readouterr().err
     assert said.count("warning: landlockpy is installed in") == 1 and "its layer is missing in the child" in said
+
+
+def test_the_childs_report_reads_a_field_of_the_wrong_type_or_missing_as_the_layer_missing():
+    """``protocol.IsolationReport``: what a child wrote, read back; anything but the field's own type (a
+    ``true`` where Landlock's ABI goes, a string where a flag goes), and anything that is not an object,
+    reads as that layer missing, never as one that held. A key of no field is refused where it is written."""
+    report = protocol.IsolationReport(user=65501, network=True, landlock=6, threads=3, seccomp=True,
+                                      cgroup_why=None, home="tmpfs")
+    assert protocol.IsolationReport.from_json(report.to_json()) == report
+    odd = json.dumps({"landlock": True, "seccomp": "yes", "root": 1, "user": False, "threads": 2.0,
+                      "pids": True, "unknown": "ignored"})
+    read = protocol.IsolationReport.from_json(odd)
+    kept = (read.landlock, read.seccomp, read.root, read.user, read.threads, read.pids)
+    assert kept == (0, False, False, None, 1, True)
+    for junk in (b"", b"not json", b"[1, 2]", b"null", None):
+        assert protocol.IsolationReport.from_json(junk) == protocol.IsolationReport()
+    with pytest.raises(TypeError):
+        protocol.IsolationReport(**{"landlok": 6})

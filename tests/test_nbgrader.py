@@ -41,7 +41,7 @@ from nbgrader.api import Gradebook
 
 from autograder.authoring.build import planned_files
 from autograder.authoring.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
-from autograder.authoring.course import hand_in, init_course, notebook_name, reference_code
+from autograder.authoring.course import init_course, notebook_name
 from autograder.curriculum import STAGES
 from autograder.grading.config import from_data
 from autograder.grading.golden import load_golden
@@ -50,6 +50,7 @@ from autograder.grading.registry import max_points
 from autograder.grading.results import stage_totals
 from autograder.intake.notebooks import module_of, source_text
 from autograder.common.markers import BEGIN, END, HIDDEN_BEGIN
+from tools.zoo import hand_in, reference_code
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "attention_lab"

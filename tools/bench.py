@@ -87,7 +87,8 @@ def bench_grade(repeat, busy_count=0):
 
 def bench_nbgrader(repeat):
     from autograder.authoring.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
-    from autograder.authoring.course import hand_in, init_course, reference_code
+    from autograder.authoring.course import init_course
+    from tools.zoo import hand_in, reference_code
 
     bin_dir = Path(sys.executable).parent
     if not (bin_dir / "nbgrader").exists():

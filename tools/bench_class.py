@@ -31,11 +31,11 @@ from pathlib import Path
 import torch
 
 from autograder.authoring.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
-from autograder.authoring.course import hand_in, init_course, reference_code
+from autograder.authoring.course import init_course
 from autograder.curriculum import STAGES
 from autograder.grading.config import FILE, read_config
 from autograder.paths import KIT_ROOT
-from tools.zoo import CORRECT, HOSTILE, WRONG, assemble, read_entry
+from tools.zoo import CORRECT, HOSTILE, WRONG, assemble, hand_in, read_entry, reference_code
 
 GRADED = [1, 2, 3, 4, 5]
 MODULES = [STAGES[s].module for s in GRADED]

@@ -1,16 +1,20 @@
 """The zoo's entries (``tests/zoo/``, described in ``tests/test_zoo.py``): read without running
-them, and assembled into submissions, for the tests and for the class benchmark; and the
-degenerate zoo, made by code from the contract's callables."""
+them, and assembled into submissions, for the tests and for the class benchmark; the degenerate
+zoo, made by code from the contract's callables; and the reference as a student hands it in, into
+a release's notebooks and modules (``hand_in``)."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import sysconfig
 import tempfile
 from pathlib import Path
 
-from autograder.curriculum import STAGE_OF
+from autograder.common.markers import solved
+from autograder.curriculum import STAGE_OF, STAGES
+from autograder.intake import notebooks
 from autograder.paths import KIT_ROOT
 
 SOLUTIONS = KIT_ROOT / "solutions" / "attention_lab"
@@ -32,6 +36,25 @@ def read_entry(path: Path) -> dict:
 ENTRY_DEFAULTS = {"MODULE": None, "LOSES": [], "MENTIONS": None, "ONLY": False, "STAGES": None, "TIMEOUT": 3,
                   "BOUND": 60, "FILES": {}, "NEEDS_KERNEL": None, "LIMITS": {}, "DIFFERS": {}, "LINKS": {},
                   "PLANT": {}, "LEAVES": [], "REFUSED": None}
+
+
+# Submissions as students make them, for the tests and the benchmarks.
+
+def reference_code(root: Path = KIT_ROOT) -> dict[str, str]:
+    """module -> the reference as a student who solved the stage hands it in."""
+    return {s.module: solved((root / "solutions" / "attention_lab" / f"{s.module}.py").read_text())
+            for s in STAGES.values()}
+
+
+def hand_in(release: Path, folder: Path, modules: dict[str, str]) -> Path:
+    """A submission as a student makes one, for tests and benchmarks: a copy of the release with
+    ``modules`` typed into their module cells and saved in attention_lab/ (what running them does)."""
+    shutil.copytree(release, folder)
+    for path in folder.glob("*.ipynb"):
+        path.write_text(json.dumps(notebooks.fill(json.loads(path.read_text()), modules), indent=1))
+    for module, code in modules.items():
+        (folder / "attention_lab" / f"{module}.py").write_text(code)
+    return folder
 
 
 WRONG = sorted((ZOO / "wrong").glob("*.py"))

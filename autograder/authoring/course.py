@@ -25,7 +25,6 @@ import ast
 import hashlib
 import json
 import re
-import shutil
 from pathlib import Path
 
 from ..curriculum import STAGE_OF, STAGES
@@ -34,7 +33,7 @@ from ..errors import BuildError
 from ..grading.config import CourseConfig, given_code
 from ..grading.grade import plan
 from ..intake import notebooks
-from ..common.markers import BEGIN, HIDDEN_BEGIN, HIDDEN_END, solved
+from ..common.markers import BEGIN, HIDDEN_BEGIN, HIDDEN_END
 from ..paths import KIT_ROOT
 from ..sandbox.runner import worst_case_s
 from .build import planned_files
@@ -143,23 +142,6 @@ def _merged_config(existing, block) -> str:
         after = rest.split(END_BLOCK, 1)[1]
         return before + block.rstrip("\n") + after
     return existing.rstrip("\n") + "\n\n" + block
-
-
-def reference_code(root: Path = KIT_ROOT) -> dict[str, str]:
-    """module -> the reference as a student who solved the stage hands it in."""
-    return {s.module: solved((root / "solutions" / "attention_lab" / f"{s.module}.py").read_text())
-            for s in STAGES.values()}
-
-
-def hand_in(release: Path, folder: Path, modules: dict[str, str]) -> Path:
-    """A submission as a student makes one, for tests and benchmarks: a copy of the release with
-    ``modules`` typed into their module cells and saved in attention_lab/ (what running them does)."""
-    shutil.copytree(release, folder)
-    for path in folder.glob("*.ipynb"):
-        path.write_text(json.dumps(notebooks.fill(json.loads(path.read_text()), modules), indent=1))
-    for module, code in modules.items():
-        (folder / "attention_lab" / f"{module}.py").write_text(code)
-    return folder
 
 
 def nbgrader_config(assignment: str, config=None) -> str:

@@ -10,7 +10,6 @@ atomically (see ``protocol``).
 """
 import contextlib
 import importlib
-import json
 import os
 import signal
 import sys
@@ -150,7 +149,7 @@ def main(job_path):
         confine.drop_privileges(job.uid, job.gid)
     layers.update(_filter(job))  # last: the calls it refuses include some of those above
     die_with_parent(parent)  # after the change of user, which clears it
-    (out / protocol.LAYERS).write_text(json.dumps(layers))
+    (out / protocol.LAYERS).write_text(protocol.IsolationReport(**layers).to_json())  # a key of no field fails here
     # Stopped until the grading process has read that report: no student code has run yet, so none
     # can have rewritten it (the folder is one the submission may write). It sends SIGCONT.
     os.kill(os.getpid(), signal.SIGSTOP)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 START_TIMEOUT_S = 60.0  # for the fork server to start, and for a child to start its first task
 CURRENT, LAYERS, DONE = "current", "layers.json", "done"
@@ -88,3 +89,50 @@ class Job:
         data["limits"] = Limits(**data["limits"])
         data["tasks"] = [(i, Task(**t)) for i, t in data["tasks"]]
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class IsolationReport:
+    """What held a child: what it says of itself in ``LAYERS`` at the end of its trusted set-up (stopped
+    until the grader has read it, before any student code runs), and what the grader made for it, which
+    the child cannot say (``cgroup``, ``output``). A field left out reads as the layer missing."""
+
+    user: int | None = None  # the uid it became (None: it stayed the grading process's user)
+    network: bool = False  # a network namespace of its own
+    mounts: bool = False  # a mount namespace of its own
+    ipc: bool = False  # an IPC namespace of its own
+    pids: bool = False  # the fork server's PID namespace
+    keyring: bool = False  # a fresh session keyring
+    root: bool = False  # a root of its own (``world.own_root``)
+    root_why: str = ""
+    home: str = ""  # "tmpfs": its home is a tmpfs of its own
+    landlock: int = 0  # Landlock's ABI, 0 for none
+    landlock_why: str = ""
+    capabilities: str = ""  # root's, given up before it became the grading user: "dropped" or "kept"
+    threads: int = 1  # its threads when Landlock bound it
+    seccomp: bool = False  # the syscall filter
+    seccomp_why: str = ""
+    cgroup: bool = False  # the grader's: a control group of its own
+    cgroup_why: str | None = None
+    output: str = ""  # the grader's: "tmpfs" when the fork server mounted its output folder as one
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: bytes | str | None) -> "IsolationReport":
+        """The report as written; anything that is not JSON of an object, or a field of another type than
+        its own, reads as that field left out."""
+        try:
+            data = json.loads(text or b"{}")
+        except ValueError:
+            data = {}
+        if not isinstance(data, dict):
+            return cls()
+        kinds = {"user": (int, type(None)), "cgroup_why": (str, type(None))}
+        kept: dict[str, Any] = {}  # each value checked against its field's type below
+        for name, default in asdict(cls()).items():
+            value, kind = data.get(name, default), kinds.get(name, (type(default),))
+            if isinstance(value, kind) and not (isinstance(value, bool) and bool not in kind):  # True is an int too
+                kept[name] = value
+        return cls(**kept)

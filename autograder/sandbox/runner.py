@@ -13,8 +13,8 @@ graded normally.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
-import json
 import os
 import pickletools
 import signal
@@ -452,18 +452,11 @@ JOB_BASE_TASKS = 64  # threads a child holds when it is moved into its cgroup (t
 GROUP_MEMORY_LIMIT = MEMORY_LIMIT + 2**30
 
 
-def _with_grader_facts(reported: bytes, group, why, output_tmpfs) -> dict:
-    """The child's report (JSON it wrote; anything else reads as an empty report), with what the
-    grader made for it, which the child cannot say: its cgroup, and whether the fork server mounted
-    its output folder as a tmpfs of its own."""
-    try:
-        data = json.loads(reported or b"{}")
-    except ValueError:
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
-    return {**data, "cgroup": group is not None, "cgroup_why": why,
-            "output": "tmpfs" if output_tmpfs else "the grader's disk"}
+def _with_grader_facts(reported: bytes, group, why, output_tmpfs) -> protocol.IsolationReport:
+    """The child's report (``protocol.IsolationReport``), with what the grader made for it, which the
+    child cannot say: its cgroup, and whether the fork server mounted its output folder as a tmpfs of its own."""
+    return dataclasses.replace(protocol.IsolationReport.from_json(reported), cgroup=group is not None,
+                               cgroup_why=why, output="tmpfs" if output_tmpfs else "the grader's disk")
 
 
 def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None, ahead=None, stop=None):
@@ -606,23 +599,23 @@ def _read_current(out):
     return protocol.DONE if text == protocol.DONE else int(text) if text.isdigit() else None
 
 
-def _layers(reported, ws, timeout_s):
+def _layers(reported: protocol.IsolationReport, ws, timeout_s):
     """What protected this run, for the report: for each resource (files, network, processes,
     memory, disk, IPC) what held it and whether that was the kernel. ``files`` is ``KERNEL`` when
     the kernel enforces the child's allow-list (Landlock, or a root of its own with no privileges
     left), else ``PYTHON``; ``not_kernel`` names the resources that only Python, or nothing whole,
     guards (``--require-isolation`` refuses to grade with any). ``reported``: the child's report,
     with the grader's facts (``_with_grader_facts``)."""
-    abi, root = reported.get("landlock") or 0, reported.get("root") is True
+    abi, root = reported.landlock, reported.root
     enforced = [f"Landlock (ABI {abi})"] * bool(abi) + ["a root of its own"] * root
-    missing = ([f"no Landlock: {reported.get('landlock_why') or 'not tried'}"] * (not abi)
-               + [f"no root of its own: {reported.get('root_why') or 'no mount namespace'}"] * (not root))
-    threads = reported.get("threads") or 1
+    missing = ([f"no Landlock: {reported.landlock_why or 'not tried'}"] * (not abi)
+               + [f"no root of its own: {reported.root_why or 'no mount namespace'}"] * (not root))
+    threads = reported.threads or 1
     if abi and abi < 8 and threads > 1:  # Landlock below ABI 8 binds the calling thread and what it starts
         missing.append(f"{threads - 1} thread(s) started before Landlock are outside it")
     # Without Landlock, a root of its own holds for native code only where the child keeps no privilege:
     # as root it becomes another user; as an ordinary user it gives up the capabilities its user namespace gave it.
-    kernel = bool(abi) or (root and (ws.uid is not None or reported.get("capabilities") == "dropped"))
+    kernel = bool(abi) or (root and (ws.uid is not None or reported.capabilities == "dropped"))
     resources = _resources(reported, ws, abi)
     return {
         "user": f"uid {ws.uid} (unprivileged)" if ws.uid is not None else "the grading user (not root)",
@@ -637,43 +630,42 @@ def _layers(reported, ws, timeout_s):
     }
 
 
-def _resources(reported, ws, abi) -> dict:
+def _resources(reported: protocol.IsolationReport, ws, abi) -> dict:
     """resource -> (what held it, in words; whether a kernel layer held all of it). The child reports
     its own layers before any student code runs; the cgroup and the workspace's disk are the grader's."""
-    seccomp = reported.get("seccomp") is True
-    no_seccomp = f"no syscall filter: {reported.get('seccomp_why') or 'not tried'}"
+    seccomp = reported.seccomp
+    no_seccomp = f"no syscall filter: {reported.seccomp_why or 'not tried'}"
     filtered = "seccomp"
 
-    if reported.get("network") is True:
+    if reported.network:
         network = "none (its own network namespace)", True
     elif seccomp:
-        why = reported.get('network_why') or 'refused'
-        network = f"Unix sockets only ({filtered}; no network namespace: {why})", True
+        network = f"Unix sockets only ({filtered}; no network namespace: refused)", True
     else:
         network = f"blocked in Python only ({no_seccomp}; no network namespace)", False
 
-    held = ["its own PID namespace" if reported.get("pids") is True else "no PID namespace (the kernel refused one)"]
+    held = ["its own PID namespace" if reported.pids else "no PID namespace (the kernel refused one)"]
     held += [f"no call on another process ({filtered})"] * seccomp
     held += ["signals kept inside its Landlock domain"] * (abi >= 6)
     held += [f"another user (uid {ws.uid})"] * (ws.uid is not None)
-    if reported.get("cgroup"):
+    if reported.cgroup:
         held.append(f"at most {EXTRA_PROCESSES + JOB_BASE_TASKS} tasks (cgroup)")
     else:
-        held.append(f"{EXTRA_PROCESSES} more tasks (RLIMIT_NPROC; no cgroup: {reported.get('cgroup_why')})")
-    processes = "; ".join(held), seccomp or reported.get("pids") is True or ws.uid is not None and abi >= 6
+        held.append(f"{EXTRA_PROCESSES} more tasks (RLIMIT_NPROC; no cgroup: {reported.cgroup_why})")
+    processes = "; ".join(held), seccomp or reported.pids or ws.uid is not None and abi >= 6
 
-    if reported.get("cgroup"):
+    if reported.cgroup:
         memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space a process (RLIMIT_AS), "
                   f"{GROUP_MEMORY_LIMIT / 2**30:g} GiB "
                   "counting every page it holds (cgroup)"), True
     elif seccomp:
         memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space (RLIMIT_AS) with memfd_create refused ({filtered}); "
-                  f"no cgroup: {reported.get('cgroup_why')}"), True
+                  f"no cgroup: {reported.cgroup_why}"), True
     else:
         memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space (RLIMIT_AS), not counting memfd or tmpfs pages "
-                  f"({no_seccomp}; no cgroup: {reported.get('cgroup_why')})"), False
+                  f"({no_seccomp}; no cgroup: {reported.cgroup_why})"), False
 
-    home_own, output_own = reported.get("home") == "tmpfs", reported.get("output") == "tmpfs"
+    home_own, output_own = reported.home == "tmpfs", reported.output == "tmpfs"
     if ws.disk == workspace.TMPFS:
         disk = f"its workspace on a tmpfs of its own ({ws.disk_limits})", True
     elif home_own and output_own:  # the grader's own files (the submission's copy, the job) it cannot write
@@ -687,11 +679,11 @@ def _resources(reported, ws, abi) -> dict:
         disk = (f"{where}: {FILE_LIMIT // 2**20} MiB a file (RLIMIT_FSIZE), not bounded in total "
                 f"({ws.disk_why or 'no tmpfs of its own'})"), False
 
-    held_ipc = ["its own IPC namespace"] * (reported.get("ipc") is True)
+    held_ipc = ["its own IPC namespace"] * (reported.ipc)
     held_ipc += [f"SysV and POSIX IPC and keyrings refused ({filtered})"] * seccomp
-    held_ipc += ["a fresh session keyring"] * (reported.get("keyring") is True)
+    held_ipc += ["a fresh session keyring"] * (reported.keyring)
     ipc = ("; ".join(held_ipc) or "shared with the grading user (no IPC namespace, no syscall filter)",
-           reported.get("ipc") is True or seccomp)
+           reported.ipc or seccomp)
     return {"network": network, "processes": processes, "memory": memory, "disk": disk, "ipc": ipc}
 
 
