@@ -3,6 +3,7 @@ sleeps: a watchdog that trusted the mark would stop timing the child, and gradin
 MODULE = "simple"
 LOSES = ["s1.softmax_naive"]
 MENTIONS = "did not end after its last check"
+TIMEOUT = 1  # it waits out every limit it meets: a shorter one shows the same, sooner
 BOUND = 40
 
 import time

@@ -3,6 +3,7 @@ tasks, so that a watchdog that restarts its clock on every change never times an
 MODULE = "simple"
 LOSES = ["s1.softmax_naive"]
 MENTIONS = "timed out"
+TIMEOUT = 1  # it waits out every limit it meets: a shorter one shows the same, sooner
 BOUND = 40
 
 import time
