@@ -9,8 +9,8 @@ import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.authoring.build import planned_files
-from autograder.authoring.course import (BEGIN_BLOCK, DEFAULT_ASSIGNMENT, LOOK, init_course, notebook_name,
-                                         planned_course, stage_notebook)
+from autograder.authoring.course import (AUTOGRADING, BEGIN_BLOCK, DEFAULT_ASSIGNMENT, LOOK, NOT_RUN, init_course,
+                                         notebook_name, planned_course, stage_notebook)
 from autograder.cli import main
 from autograder.curriculum import STAGES
 from autograder.delivery.nbgrader.release_guard import refuse_solutions
@@ -159,7 +159,7 @@ def test_the_gpt_cells_write_train_and_draw_and_autograde_skips_the_training(stu
 
     cells = {c["id"]: "".join(c["source"]) for c in stage_notebook(STAGES[10], "", None)["cells"]}
     train = cells["gpt-train"].replace("steps=600", "steps=40")
-    assert train != cells["gpt-train"]
+    assert train != cells["gpt-train"] and AUTOGRADING in train  # the self-check's test of autograde, word for word
     code = ("def display(found): print('drew', type(found).__name__)\n"
             + "\n".join([cells["gpt-writes"], train, cells["gpt-heads"]]))
     package = root / ("assignments" if student == "stubs" else "solutions") / "attention_lab"
@@ -177,7 +177,7 @@ def test_the_gpt_cells_write_train_and_draw_and_autograde_skips_the_training(stu
         return
     assert "with a KV cache:" in out and "Not written yet" not in out, out  # the model writes either way
     if student == "autograde":
-        assert "Not run while autograding" in out and "No model was trained" in out, out
+        assert NOT_RUN.format(what="your model learn") in out and "No model was trained" in out, out
         assert "step 40/40" not in out and "drew" not in out, out
     else:
         losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", out)]
@@ -247,3 +247,21 @@ def test_the_notebook_of_a_stage_built_on_a_given_one_opens_by_saying_so():
     assert "Stage 8 built" in intro.split("\n\n", 2)[2]  # the stage's own text follows
     assert "given" not in source_text(notebook(files, STAGES[4])["cells"][0])
     assert "given" not in source_text(notebook(planned_course(), STAGES[9])["cells"][0])
+
+
+def test_a_stages_cells_are_found_by_its_number_in_order_and_a_cell_file_opens_with_its_markdown(tmp_path,
+                                                                                                monkeypatch):
+    from autograder.authoring import course
+
+    assert [name for name, _, _ in course.stage_cells(STAGES[10])] == ["writes", "train", "heads"]
+    assert all(course.stage_cells(STAGES[n]) == [] for n in STAGES if n != 10)
+    (tmp_path / "stage3_2_second.py").write_text('"""## Second"""\nprint(2)\n')
+    (tmp_path / "stage3_10_last.py").write_text('"""## Last\n\nIn words.\n"""\nprint(10)\n')
+    (tmp_path / "stage3_1_first.py").write_text('"""## First\n"""\n\nimport os\nprint(os.sep)\n')
+    monkeypatch.setattr(course, "CELLS", tmp_path)
+    assert course.stage_cells(STAGES[3]) == [("first", "## First\n", "import os\nprint(os.sep)"),
+                                             ("second", "## Second", "print(2)"),
+                                             ("last", "## Last\n\nIn words.\n", "print(10)")]
+    (tmp_path / "stage3_4_bare.py").write_text("print('no Markdown')\n")
+    with pytest.raises(BuildError, match="opens with its Markdown"):
+        course.stage_cells(STAGES[3])

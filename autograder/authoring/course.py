@@ -192,7 +192,7 @@ def stage_notebook(stage, solution: str, config=None) -> dict:
         imported, shown = LOOK[stage.number]
         cells += [_markdown(f"{stage.module}-look-intro", LOOK_TEXT),
                   _code(f"{stage.module}-look", LOOK_CELL.format(module=stage.module, imported=imported, shown=shown))]
-    for name, text, code in TRY.get(stage.number, ()):
+    for name, text, code in stage_cells(stage):
         cells += [_markdown(f"{stage.module}-{name}-intro", text), _code(f"{stage.module}-{name}", code)]
     cells += [
         _markdown(f"{stage.module}-graded-intro", GRADED_TEXT.format(points=points, n=len(checks))),
@@ -262,7 +262,8 @@ and say what is off; the hidden checks at the end test more than these.
 
 # nbgrader's autograde sets NBGRADER_EXECUTION, and there only the grade cells count: a cell that costs
 # seconds and decides nothing (the public checks: a second process importing torch and pytest, a third of
-# a notebook's time; stage 10's training: half a minute a student) says so instead of running.
+# a notebook's time; stage 10's training, cells/stage10_2_train.py: half a minute a student) says so instead
+# of running, in these words (tests/test_course.py holds the cells to them).
 AUTOGRADING = 'os.environ.get("NBGRADER_EXECUTION") == "autograde"'
 NOT_RUN = "Not run while autograding: the grade cells below decide the points. Run it yourself to see {what}."
 
@@ -307,98 +308,28 @@ try:
 except NotImplementedError as exc:
     print(f"Not written yet ({{exc!r}}): fill in the code above, run its cell, then run this one again.")"""
 
-# stage -> cells that put the stage's code to work, after the self-check: (name, Markdown, code)
-TRY = {10: [
-    ("writes", """\
-## Your model writes
-
-The kit trained a tiny GPT (2 layers, 64 wide, 4 heads, one character per token) on text that
-repeats: a word, again and again. Its weights load into *your* `GPTModel`, and your
-`generate_greedy` writes with them. Then the same with your `CachedGPTModel` and `generate_cached`:
-the same text, and the time each takes per token.
-""", """\
-import os
-import sys
-import time
-import torch
-sys.path.insert(0, "tests")  # the public checks' folder holds the tiny model and the drawing helpers
-import tiny_gpt
-from attention_lab.gpt import CachedGPTModel, GPTModel, generate_cached, generate_greedy, train_steps
-
-try:
-    prompt, context = tiny_gpt.encode(tiny_gpt.SAMPLE), tiny_gpt.CONFIG["context_length"]
-    for name, build, loop in (("without a cache", GPTModel, generate_greedy),
-                              ("with a KV cache", CachedGPTModel, generate_cached)):
-        model = build(tiny_gpt.CONFIG)
-        model.load_state_dict(tiny_gpt.weights())
-        model.eval()
-        start = time.perf_counter()
-        written = loop(model, prompt, 30, context)
-        per_token = (time.perf_counter() - start) / 30 * 1000
-        print(f"{name}: {tiny_gpt.decode(written)!r} ({per_token:.1f} ms per token)")
-except NotImplementedError as exc:
-    print(f"Not written yet ({exc!r}): fill in the code above, run its cell, then run this one again.")"""),
-    ("train", """\
-## Train one yourself
-
-A fresh model of the same size, trained with your `train_steps` for 600 steps (about half a
-minute on a laptop's CPU). Watch the loss: it falls in a rush once the model finds out that
-it can copy, the moment an *induction head* forms.
-""", f"""\
-from pictures import bars
+# The cells that put a stage's code to work, after its self-check: ``cells/stage<N>_<order>_<name>.py``, each
+# the cell's Markdown as its docstring and the cell's code under it: Python files, linted as the kit's own
+# code is (pyproject.toml names what a cell may take from the cells before it). Found by the stage's number.
+CELLS = Path(__file__).with_name("cells")
 
 
-def train(model, steps, chunk):
-    \"\"\"Your train_steps, `chunk` batches at a time, with a progress bar; the loss of every step.\"\"\"
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    losses, start = [], time.perf_counter()
-    for done in range(0, steps, chunk):
-        batches = [tiny_gpt.task_batch(32, seed=done + i) for i in range(chunk)]
-        losses += train_steps(model, batches, optimizer, chunk)
-        bar = "#" * (30 * (done + chunk) // steps)
-        print(f"\\r[{{bar:<30}}] step {{done + chunk}}/{{steps}}, loss {{losses[-1]:.3f}}, "
-              f"{{time.perf_counter() - start:.0f}} s", end="", flush=True)
-    print()
-    return losses
+def stage_cells(stage) -> list[tuple[str, str, str]]:
+    """(name, Markdown, code) of each cell of ``stage`` in ``CELLS``, in their order."""
+    found = []
+    for path in CELLS.glob(f"stage{stage.number}_*.py"):
+        order, name = path.stem.split("_", 2)[1:]
+        text = path.read_text()
+        body = ast.parse(text).body
+        docstring = body[0] if body else None
+        if not (isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)
+                and isinstance(docstring.value.value, str)):
+            raise BuildError(f"{path}: a notebook cell's file opens with its Markdown, as a docstring")
+        markdown = docstring.value.value
+        code = "".join(text.splitlines(keepends=True)[docstring.end_lineno:]).strip("\n")
+        found.append((int(order), name, markdown, code))
+    return [(name, markdown, code) for _, name, markdown, code in sorted(found)]
 
-
-torch.manual_seed(0)
-trained = None  # the model the next cell looks into, once it has learned
-if {AUTOGRADING}:
-    print("{NOT_RUN.format(what='your model learn')}")
-else:
-    try:
-        fresh, chunk = GPTModel(tiny_gpt.CONFIG), 20
-        losses = train(fresh, steps=600, chunk=chunk)
-        trained = fresh
-        starts = range(0, len(losses), chunk)
-        means = [sum(losses[i:i + chunk]) / chunk for i in starts]
-        display(bars(means, [str(i + chunk) if (i // chunk) % 5 == 4 else "" for i in starts],  # noqa: F821
-                     f"your model's loss, {{chunk}} steps to a bar", axis="training step",
-                     note="the first time through a word nothing can be predicted: about 0.6 of loss stays for good"))
-    except NotImplementedError as exc:
-        print(f"Not written yet ({{exc!r}}): fill in the code above, run its cell, then run this one again.")"""),
-    ("heads", """\
-## Look at its heads
-
-Every head of the model you just trained, on a word written twice and a half, computed by your own
-attention. Look for a head in layer 0 that looks at the previous character (a line just below the
-diagonal), and one in layer 1 that looks at the character that came *after* the current one last
-time (a line as many tokens back as the word is long, less one): an induction head.
-""", """\
-from pictures import attention_by_block, head_pictures
-
-sample = "quartz quartz quar"
-if trained is None:  # autograde leaves the training out, and so does code not written yet
-    print("No model was trained in the cell above, so there are no learned heads to look at.")
-else:
-    try:
-        weights = attention_by_block(trained.eval(), tiny_gpt.encode(sample))
-        display(head_pictures(weights, list(sample), period=sample.index(" ") + 1))  # noqa: F821
-        display(head_pictures(weights, list(sample), every=True))  # noqa: F821
-    except NotImplementedError as exc:
-        print(f"Not written yet ({exc!r}): fill in the code above, run its cell, then run this one again.")"""),
-]}
 
 GRADED_TEXT = """\
 ## Graded checks ({points} points, {n} checks)
