@@ -34,12 +34,12 @@ class Task:
     device: str = "cpu"
 
     @property
-    def stage(self):
+    def stage(self) -> str:
         """Probes are named ``s<stage>.<what>``; a crash while importing breaks only that module."""
         return self.name.split(".")[0] if self.kind == "probe" else f"import {self.name}"
 
     @property
-    def callable(self):
+    def callable(self) -> str:
         """What the probe calls, by its name ``s<stage>.<callable>.<what>`` (``s3.causal.seeded``:
         stage 3's CausalAttention; ``s1.softmax_naive``: that function): strikes are counted per
         callable, so code that hangs stops the checks that call it, and no others."""
@@ -58,7 +58,7 @@ class Limits:
 class Job:
     submission: str  # the folder that holds the copied attention_lab/
     sandbox: str  # the only folder the child may write in
-    secrets: list  # folders it may not read
+    secrets: list[str]  # folders it may not read
     kit_parent: str | None  # the kit's checkout, taken off the child's import path (None: not on it)
     uid: int | None  # the user it becomes (None: it stays who it is)
     gid: int | None
@@ -66,18 +66,18 @@ class Job:
     out: str  # where it writes CURRENT, LAYERS and the results
     home: str  # its HOME and TMPDIR: the one folder besides ``out`` it may write
     stash: str  # where it builds its own root (see ``world.own_root``)
-    broken: dict  # module -> why it is not imported again
-    left_out: dict  # module -> why intake did not read its file (a link, a FIFO): said by every check that needs it
-    tasks: list  # of (index, Task)
+    broken: dict[str, str]  # module -> why it is not imported again
+    left_out: dict[str, str]  # module -> why intake did not read its file (a link, a FIFO): said by every check that needs it
+    tasks: list[tuple[int, Task]]
     probes: str = PROBES
     own_root: bool = False  # the grading process found that children can have a root of their own
-    layers: list = field(default_factory=lambda: list(KERNEL_LAYERS))  # those of KERNEL_LAYERS to try
-    devices: set = field(init=False)
+    layers: list[str] = field(default_factory=lambda: list(KERNEL_LAYERS))  # those of KERNEL_LAYERS to try
+    devices: set[str] = field(init=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.devices = {task.device for _, task in self.tasks}
 
-    def write(self, path: Path):
+    def write(self, path: Path) -> None:
         data = asdict(self)
         data.pop("devices")
         data["tasks"] = [[i, asdict(t)] for i, t in self.tasks]
