@@ -67,7 +67,8 @@ class Job:
     home: str  # its HOME and TMPDIR: the one folder besides ``out`` it may write
     stash: str  # where it builds its own root (see ``world.own_root``)
     broken: dict[str, str]  # module -> why it is not imported again
-    left_out: dict[str, str]  # module -> why intake did not read its file (a link, a FIFO): said by every check that needs it
+    # module -> why intake did not read its file (a link, a FIFO): said by every check that needs it
+    left_out: dict[str, str]
     tasks: list[tuple[int, Task]]
     probes: str = PROBES
     own_root: bool = False  # the grading process found that children can have a root of their own
