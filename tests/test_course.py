@@ -9,7 +9,7 @@ import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.authoring.build import planned_files
-from autograder.authoring.course import (AUTOGRADING, BEGIN_BLOCK, DEFAULT_ASSIGNMENT, LOOK, NOT_RUN, init_course,
+from autograder.authoring.course import (AUTOGRADING, BEGIN_BLOCK, DEFAULT_ASSIGNMENT, NOT_RUN, init_course,
                                          notebook_name, planned_course, stage_notebook)
 from autograder.cli import main
 from autograder.curriculum import STAGES
@@ -17,7 +17,7 @@ from autograder.delivery.nbgrader.release_guard import refuse_solutions
 from autograder.errors import BuildError
 from autograder.grading.config import from_data
 from autograder.grading.grade import plan
-from autograder.grading.registry import all_checks
+from autograder.grading.registry import all_checks, declared
 from autograder.intake.notebooks import module_of, source_text
 from autograder.common.markers import strip_solutions
 from autograder.sandbox.runner import worst_case_s
@@ -123,7 +123,7 @@ def test_import_without_nbgrader_is_refused_before_anyone_is_graded(tmp_path, mo
     assert "nbgrader is not installed" in said and "grading" not in said.split("nbgrader is not installed")[0]
 
 
-@pytest.mark.parametrize("stage", sorted(LOOK))
+@pytest.mark.parametrize("stage", [n for n, checks in declared().items() if checks.looked])
 def test_the_look_cell_draws_the_reference_and_asks_for_code_on_the_stubs(stage, root, tmp_path):
     """The "Look at your attention" cell, run as a notebook runs it (beside tests/ and attention_lab/),
     with IPython's display stood in for: pictures for the reference, a sentence for the stubs."""

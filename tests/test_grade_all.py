@@ -244,18 +244,18 @@ def test_item_analysis_counts_failures_among_those_who_tried_and_names_the_commo
                record((first, "failed", "a shape"), (second, "passed", "")),  # no cause (not graded at all): tried
                record((first, "failed", "not implemented yet: x (attention_lab/simple.py line 3)", "untouched"),
                       (second, "failed", "stage 1 (simple.py) was not handed in", "untouched")),
-               # the cause decides, not the words: a student's own message that reads like a stub's is theirs
+               # the cause decides, never the words: a student's own message that reads like a stub's is
+               # theirs, and so is a failure with no cause at all
                record((second, "failed", "not implemented yet, says my own ValueError", "student")),
-               # a record of an older kit, kept by --keep-records: no causes, read by its words as before
                record((first, "failed", "not implemented yet: x (attention_lab/simple.py line 3)"))]
     items = item_analysis(records, [second, first])
     assert [i.check for i in items] == [first, second]  # the most failed first
     top = items[0]
-    assert (top.tried, top.failed, top.untried, top.said, top.said_count) == (3, 3, 2, wrong.splitlines()[0], 2)
+    assert (top.tried, top.failed, top.untried, top.said, top.said_count) == (4, 4, 1, wrong.splitlines()[0], 2)
     assert (items[1].tried, items[1].failed, items[1].untried) == (4, 2, 1)
     lines = text_summary([("a", 0, {1: 0})], 11, {1: 11}, items=items).splitlines()
     row = next(line for line in lines if line.startswith(first.id))
-    assert "3/3" in row and "100%" in row and "[2 not tried]" in row
+    assert "4/4" in row and "100%" in row and "[1 not tried]" in row
     assert "row 3 of your weights sums to 0.71  (x2)" in row
     assert not [line for line in lines if "more detail" in line]
 

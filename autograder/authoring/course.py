@@ -32,6 +32,7 @@ from ..delivery.nbgrader.pipelines import SANITIZE
 from ..errors import BuildError
 from ..grading.config import CourseConfig, given_code
 from ..grading.grade import plan
+from ..grading.registry import declared
 from ..intake import notebooks
 from ..common.markers import BEGIN, HIDDEN_BEGIN, HIDDEN_END
 from ..paths import KIT_ROOT
@@ -188,8 +189,9 @@ def stage_notebook(stage, solution: str, config=None) -> dict:
         _markdown(f"{stage.module}-selfcheck-intro", SELF_CHECK_TEXT),
         _code(f"{stage.module}-selfcheck", SELF_CHECK.format(n=stage.number)),
     ]
-    if stage.number in LOOK:
-        imported, shown = LOOK[stage.number]
+    looked = declared()[stage.number].looked  # declared in the stage's checks (``Checks.look``)
+    if looked:
+        imported, shown = looked
         cells += [_markdown(f"{stage.module}-look-intro", LOOK_TEXT),
                   _code(f"{stage.module}-look", LOOK_CELL.format(module=stage.module, imported=imported, shown=shown))]
     for name, text, code in stage_cells(stage):
@@ -281,19 +283,6 @@ Your own attention weights for the book's sentence, "Your journey starts with on
 *i* is how much token *i* attends to each token. Each row must sum to 1; in a causal layer the
 outlined cells (the future) must stay 0, and any that do not are drawn in red.
 """
-
-# stage -> (what to import from the stage's module, what to draw): a small layer on the book's inputs
-LOOK = {
-    1: ("attention_weights_all", "attention_weights_all"),
-    2: ("SelfAttention_v2", "SelfAttention_v2(3, 2)"),
-    3: ("CausalAttention", "CausalAttention(3, 2, 6, 0.0)"),
-    4: ("MultiHeadAttention", "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)"),
-    5: ("CausalAttentionWithBuffer", "CausalAttentionWithBuffer(3, 2, 6, 0.0)"),
-    6: ("SelfAttentionFused", "SelfAttentionFused(3)"),
-    7: ("scaled_dot_product_attention", "lambda x: scaled_dot_product_attention(x, x, x)[1]"),
-    8: ("GroupedQueryAttention", "GroupedQueryAttention(3, 4, 6, 2, 1)"),
-    9: ("SlidingWindowAttention", "SlidingWindowAttention(3, 4, 6, 2, window=3)"),  # the band shows
-}
 
 LOOK_CELL = """\
 import sys

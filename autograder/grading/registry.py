@@ -84,6 +84,7 @@ class Checks(list):
         self.stage = stage
         self.drawn: dict[str, Callable] = {}  # probe -> draw(obs): its pictures (``grading.pictures``)
         self.names: dict[str, str] = {}  # a probe's prefix -> the student's callable its pictures are titled with
+        self.looked: tuple[str, str] | None = None  # the notebook's "Look at your attention" cell (``look``)
 
     def pictures(self, draw=None, names=None):
         """Declare this stage's pictures: ``draw``, probe -> ``draw(obs)`` (a list of ``Picture``), for a
@@ -91,6 +92,12 @@ class Checks(list):
         which titles the family pictures (``.leak``, ``.dropout``, ``.device``) of the probes under it."""
         self.drawn.update(draw or {})
         self.names.update(names or {})
+
+    def look(self, imported: str, shown: str):
+        """The stage's notebook draws the student's own attention weights for the book's sentence:
+        ``imported`` from the stage's module, ``shown`` the expression (a small layer on the book's inputs,
+        or a function of them) whose weights are drawn (``authoring.course``'s look cell)."""
+        self.looked = (imported, shown)
 
     def add(self, id, *, points, title, probe, devices=CPU, visibility="after_published", golden_of=(),
             end_to_end=False):

@@ -44,20 +44,11 @@ class Item:
         return self.failed / self.tried if self.tried else 0.0
 
 
-# What every check of a stage not started said, in the first line of its feedback, before records carried
-# a cause: read only in a record of an older kit that ``--keep-records`` kept.
-OLDER_KITS_UNTOUCHED = ("not implemented yet", "was not handed in")
-
-
 def _cause(test) -> str | None:
-    """Why a failed test of a record failed, as its ``extra_data`` says. This kit writes a cause on every
-    failed check; a failed test without one is a submission that could not be graded at all, or a
-    record of an older kit, read as that kit meant it."""
-    extra = test.get("extra_data") or {}
-    if "cause" in extra:
-        return extra["cause"]
-    first = (test.get("output") or "").partition("\n")[0]
-    return Cause.UNTOUCHED if any(u in first for u in OLDER_KITS_UNTOUCHED) else None
+    """Why a failed test of a record failed, as its ``extra_data`` says: this kit writes a cause on every
+    failed check; a failed test without one is a submission that could not be graded at all. Never read
+    from the feedback's words."""
+    return (test.get("extra_data") or {}).get("cause")
 
 
 def item_analysis(records, checks) -> list[Item]:

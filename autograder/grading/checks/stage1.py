@@ -7,6 +7,7 @@ from ..pictures import book_weights
 from ..registry import NUMERIC, Checks, Fail
 
 CHECKS = Checks(1)
+CHECKS.look("attention_weights_all", "attention_weights_all")
 
 
 def _book_and_extra(obs, golden, printed, what):

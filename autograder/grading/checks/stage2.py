@@ -5,6 +5,7 @@ from ..pictures import seen_weights
 from ..registry import NUMERIC, VISIBLE, Checks
 
 CHECKS = Checks(2)
+CHECKS.look("SelfAttention_v2", "SelfAttention_v2(3, 2)")
 
 
 @CHECKS.add("s2.one_query.book", points=2, probe="s2.one_query", devices=NUMERIC,
@@ -26,7 +27,7 @@ def one_query_other(obs, ctx):
         expect_close(got, want, f"{name} with d_in=5, d_out=4")
 
 
-def seeded(version, seed, printed):
+def book_example(version, seed, printed):
     """``s2.v<version>.seeded``: the book's example of SelfAttention_v<version>, made right after
     ``torch.manual_seed(seed)`` (by the probe), gives its printed output. Public: shown at once."""
     call = f"SelfAttention_v{version}(3, 2)(inputs) after torch.manual_seed({seed})"
@@ -35,7 +36,7 @@ def seeded(version, seed, printed):
         lambda obs, ctx: expect_book(get(obs, "out"), printed, call, LAYER))
 
 
-seeded(1, 123, book.SA_V1)
+book_example(1, 123, book.SA_V1)
 
 
 @CHECKS.add("s2.v1.known_weights", points=2, probe="s2.v1.known_weights", devices=NUMERIC,
@@ -47,7 +48,7 @@ def v1_known(obs, ctx):
     expect_close(result["out"], ctx.golden["out"], "SelfAttention_v1 output", dtype=LAYER)
 
 
-seeded(2, 789, book.SA_V2)
+book_example(2, 789, book.SA_V2)
 
 
 @CHECKS.add("s2.v2.known_weights", points=2, probe="s2.v2.known_weights", devices=NUMERIC,

@@ -12,6 +12,7 @@ from ..pictures import book_weights, kept_and_lost, seen_weights
 from ..registry import NUMERIC, Checks, Fail
 
 CHECKS = Checks(3)
+CHECKS.look("CausalAttention", "CausalAttention(3, 2, 6, 0.0)")
 
 
 def _causal_weights(obs, golden, name):

@@ -7,6 +7,7 @@ from ..pictures import seen_weights
 from ..registry import NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(4)
+CHECKS.look("MultiHeadAttention", "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)")
 
 
 seeded(CHECKS, "s4.wrapper", "MultiHeadAttentionWrapper", 2, book.MHA_WRAPPER,

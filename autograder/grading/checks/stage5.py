@@ -7,6 +7,7 @@ from ..judging import check_device
 from .stage3 import check_state_dict
 
 CHECKS = Checks(5)
+CHECKS.look("CausalAttentionWithBuffer", "CausalAttentionWithBuffer(3, 2, 6, 0.0)")
 
 
 @CHECKS.add("s5.forward", points=2, probe="s5.forward", devices=NUMERIC,

@@ -9,6 +9,7 @@ from ..pictures import observed_tensor
 from ..registry import NUMERIC, VISIBLE, Checks
 
 CHECKS = Checks(6)
+CHECKS.look("SelfAttentionFused", "SelfAttentionFused(3)")
 
 MASKED_CASES = {"none": "no mask", "keys": "a (batch, seq) padding mask",
                 "pairs": "a (batch, seq, seq) mask, causal and padded"}

@@ -17,6 +17,7 @@ from ..pictures import encoding_table
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(7)
+CHECKS.look("scaled_dot_product_attention", "lambda x: scaled_dot_product_attention(x, x, x)[1]")
 
 ORACLE_ATOL = 1e-5  # float32 against float32 in another order of operations; bugs are off by far more
 

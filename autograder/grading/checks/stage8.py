@@ -20,6 +20,7 @@ from ..pictures import cache_errors
 from ..registry import CPU, NUMERIC, VISIBLE, Checks, Fail, Note
 
 CHECKS = Checks(8)
+CHECKS.look("GroupedQueryAttention", "GroupedQueryAttention(3, 4, 6, 2, 1)")
 
 # What a passed speed check measures, as Gradescope's leaderboard names it (lower is better).
 SPEED = "Stage 8: time of your FastMultiHeadAttention over the kit's"

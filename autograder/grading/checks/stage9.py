@@ -23,6 +23,7 @@ from ..registry import CPU, MOVES, NUMERIC, VISIBLE, Checks, Fail
 from .stage8 import STAGE4
 
 CHECKS = Checks(9)
+CHECKS.look("SlidingWindowAttention", "SlidingWindowAttention(3, 4, 6, 2, window=3)")  # the band shows
 
 
 # ---------------------------------------------------------------- RoPE
