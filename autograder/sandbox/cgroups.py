@@ -32,7 +32,7 @@ class NoGroup(Exception):
     """No control group could be made: ``str()`` says why, in one sentence."""
 
 
-def _own_path(controller):
+def _own_path(controller: str) -> str:
     """This process's group in ``controller``'s v1 hierarchy ("" for v2's unified line), from /proc/self/cgroup."""
     with open("/proc/self/cgroup") as f:
         for line in f:
@@ -42,7 +42,7 @@ def _own_path(controller):
     raise NoGroup(f"this process is in no {controller or 'unified'} cgroup")
 
 
-def _hierarchies() -> dict:
+def _hierarchies() -> dict[str, Path]:
     """{"memory": folder, "pids": folder} where a job's groups are made below this process's own,
     v1 first (one hierarchy per controller), else v2 (one folder for both)."""
     found = {}
@@ -61,7 +61,7 @@ def _hierarchies() -> dict:
     raise NoGroup(f"no memory and pids cgroup controllers are mounted under {MOUNT}")
 
 
-def _write(path: Path, value):
+def _write(path: Path, value: object) -> None:
     with open(path, "w") as f:
         f.write(str(value))
 
@@ -91,7 +91,7 @@ class JobGroup:
             self.remove()
             raise NoGroup(f"the grader may not make a cgroup here ({exc.strerror or exc})") from None
 
-    def _limit(self):
+    def _limit(self) -> None:
         if self.v2:
             _write(self.memory / "memory.max", self.memory_bytes)
             if (self.memory / "memory.swap.max").exists():
@@ -104,7 +104,7 @@ class JobGroup:
             _write(memsw, self.memory_bytes)
         _write(self.pids / "pids.max", self.tasks)
 
-    def add(self, pid: int):
+    def add(self, pid: int) -> None:
         """Move process ``pid`` (all its threads) in: raises ``NoGroup``."""
         try:
             for folder in self.folders:
@@ -135,12 +135,12 @@ class JobGroup:
         except (OSError, ValueError):
             return False
 
-    def kill_all(self):
+    def kill_all(self) -> None:
         """SIGKILL every process in the group until none is left (a fork bomb races for a moment;
         pids.max bounds it)."""
         kill_until_gone(self.members, rounds=200, pause=0.005)
 
-    def remove(self):
+    def remove(self) -> None:
         """Kill what is left and remove the group; never raises (a group that will not go is left for
         the next grading to find: its name starts with ``PREFIX``)."""
         self.kill_all()
@@ -156,7 +156,7 @@ class JobGroup:
         self.folders = []
 
 
-def _reclaim(places):
+def _reclaim(places: dict[str, Path]) -> None:
     """Remove the groups a grading killed with ``kill -9`` left behind (its pid, in their name, is gone):
     kill what is still in them, then remove them. Never another live grading's."""
     for parent in set(places.values()):

@@ -11,12 +11,13 @@ import os
 import platform
 import signal
 import time
+from collections.abc import Callable, Iterable
 
 libc = ctypes.CDLL(None, use_errno=True)  # libc, already loaded (find_library would run ldconfig/gcc)
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
 
 
-def die_with_parent(parent=None):
+def die_with_parent(parent: int | None = None) -> None:
     """Ask the kernel for SIGKILL when the process (thread) that started us dies; if it already
     has (``parent`` is gone), go now. A change of user clears it: a child asks after dropping root."""
     parent = os.getppid() if parent is None else parent
@@ -25,7 +26,7 @@ def die_with_parent(parent=None):
         os._exit(1)
 
 
-def no_new_privileges():
+def no_new_privileges() -> None:
     """Setuid programs (su, sudo) can never lift this process (or its children) again."""
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
@@ -50,12 +51,12 @@ def drop_capabilities() -> bool:
     return set(held.values()) == {"0000000000000000"}
 
 
-def become_subreaper():
+def become_subreaper() -> None:
     """Orphans of our children become ours instead of init's, so they can be found and killed."""
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def proc_stat(pid):
+def proc_stat(pid: int | str) -> list[bytes] | None:
     """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -64,23 +65,25 @@ def proc_stat(pid):
         return None
 
 
-def _stat_all():
+def _stat_all() -> list[tuple[int, int, int]]:
     """(pid, ppid, uid) of every process."""
     found = []
     for name in os.listdir("/proc"):
         fields = proc_stat(name) if name.isdigit() else None
+        if fields is None:
+            continue
         try:
             found.append((int(name), int(fields[1]), os.stat(f"/proc/{name}").st_uid))
-        except (TypeError, OSError, IndexError, ValueError):
+        except (OSError, IndexError, ValueError):
             pass
     return found
 
 
-def processes_of(uid):
+def processes_of(uid: int) -> list[int]:
     return _living([pid for pid, _, owner in _stat_all() if owner == uid])
 
 
-def marked(mark):
+def marked(mark: str) -> list[int]:
     """Processes whose environment carries ``mark`` (readable for processes of our own user)."""
     found = []
     needle = mark.encode() + b"\0"
@@ -94,19 +97,19 @@ def marked(mark):
     return _living(found)
 
 
-def _living(pids):
+def _living(pids: list[int]) -> list[int]:
     """``pids`` less the zombies, which cannot be killed, only reaped (those that are ours)."""
     zombies = [pid for pid in pids if _is_zombie(pid)]
     reap(zombies)
     return [pid for pid in pids if pid not in zombies]
 
 
-def _is_zombie(pid):
+def _is_zombie(pid: int) -> bool:
     fields = proc_stat(pid)
-    return bool(fields) and fields[0] == b"Z"
+    return fields is not None and bool(fields) and fields[0] == b"Z"
 
 
-def reap(pids):
+def reap(pids: Iterable[int]) -> None:
     for pid in pids:
         try:
             os.waitpid(pid, os.WNOHANG)
@@ -114,7 +117,7 @@ def reap(pids):
             pass
 
 
-def reap_orphan(pid, timeout_s):
+def reap_orphan(pid: int, timeout_s: float) -> None:
     """Reap process ``pid`` once it has ended, if it is this process's child (an orphan handed to this
     subreaper); nothing if it is not. Past ``timeout_s`` it is ended (SIGKILL)."""
     deadline = time.monotonic() + timeout_s
@@ -154,7 +157,7 @@ def own_user_namespace() -> bool:
     return True
 
 
-def kill_until_gone(find, rounds, pause):
+def kill_until_gone(find: Callable[[], list[int]], rounds: int, pause: float) -> None:
     """SIGKILL the processes ``find()`` lists until it lists none (a fork bomb races for a moment: a
     process or task limit bounds it), at most ``rounds`` times, reaping those that are ours."""
     for _ in range(rounds):
@@ -170,7 +173,7 @@ def kill_until_gone(find, rounds, pause):
         time.sleep(pause)
 
 
-def kill_group(pgid):
+def kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

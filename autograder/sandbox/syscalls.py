@@ -43,15 +43,18 @@ CLONE_FLAGS_ARG = 1 if platform.machine().startswith("s390") else 0  # where clo
 # "&", mask, value): the argument with ``mask`` applied equals ``value``.
 F_SETOWN, F_SETSIG, F_SETOWN_EX = 8, 10, 15  # fcntl's commands that pick who gets a descriptor's signals
 FIOSETOWN, SIOCSPGRP = 0x8901, 0x8902  # ioctl's
-ALWAYS = ((),)
+# A condition's value may be SELF; NOT_ITSELF stands for the rules of ``_not_itself``.
+Condition = tuple[int, str, "int | str"] | tuple[int, str, int, int]
+Rules = tuple[tuple[Condition, ...], ...]
+ALWAYS: Rules = ((),)
 
 
-def unless(arg, value=0):
+def unless(arg: int, value: int | str = 0) -> Rules:
     """Refused unless argument ``arg`` is ``value`` (0: the calling process, for most calls)."""
     return (((arg, "!=", value),),)
 
 
-REFUSED = {
+REFUSED: dict[str, tuple[int, Rules | str]] = {
     # Other processes. When an ordinary user grades, the grader and its fork server are the child's own
     # user, and the kernel lets it lower their limits (prlimit), renice, re-pin or reschedule them, move
     # their memory, trace them, read or write their memory, and signal them. The child may still name
@@ -103,11 +106,12 @@ REFUSED = {
 }
 
 
-def _not_itself(own):
+def _not_itself(own: int) -> Rules:
     """The rules that refuse ``kill`` for every pid but 0 and ``own``. libseccomp takes one condition per
     argument and rule, so the range 1 .. own - 1 becomes aligned blocks, each one masked compare;
     everything above ``own`` (negative pids too, as unsigned numbers) is one more rule."""
-    rules, start = [((0, ">", own),)], 1
+    rules: list[tuple[Condition, ...]] = [((0, ">", own),)]
+    start = 1
     while start < own:
         size = start & -start  # the largest aligned block that starts here ...
         while start + size > own:  # ... that stays below ``own``
@@ -148,7 +152,7 @@ def install() -> None:
         for name, (code, when) in REFUSED.items():
             if sc.resolve_syscall(sc.Arch.NATIVE, name) < 0:  # unknown here, or a pseudo-call of another arch
                 continue
-            for conditions in (_not_itself(own) if when == NOT_ITSELF else when):
+            for conditions in (_not_itself(own) if isinstance(when, str) else when):  # a word: NOT_ITSELF
                 args = [sc.Arg(c[0], ops[c[1]], *[own if v == SELF else v for v in c[2:]]) for c in conditions]
                 rules.add_rule(sc.ERRNO(code), name, *args)
         rules.load()
