@@ -21,7 +21,7 @@ from . import confine, linux, protocol, syscalls, world
 from .linux import die_with_parent
 
 
-def preload(meta, probes=protocol.PROBES):
+def preload(meta: bool, probes: str = protocol.PROBES) -> None:
     """What every child needs before its job is known: torch and the probes, imported once by the
     fork server. ``meta``: also warm up the meta device (see ``_warm_meta``)."""
     import torch  # noqa: F401
@@ -126,9 +126,9 @@ def exact_float32():
     torch.backends.cudnn.allow_tf32 = False
 
 
-def main(job_path):
+def main(job_path: str) -> None:
     parent = os.getppid()  # the fork server
-    job = protocol.Job.read(job_path)
+    job = protocol.Job.read(Path(job_path))
     out = Path(job.out)
     sys.dont_write_bytecode = True  # leave no __pycache__ behind
 
@@ -157,7 +157,7 @@ def main(job_path):
     # From here on the grader is out of the import path: only torch & co. and the submission,
     # last, so that a torch.py or autograder/ shipped in it shadows nothing.
     sys.path[:] = [p for p in sys.path if p != job.kit_parent] + [job.submission]
-    refusals = []
+    refusals: list[str] = []  # what the audit hook refused, in words
     grader_files = {m.__file__ for name, m in sys.modules.items()
                     if name.split(".")[0] == "autograder" and getattr(m, "__file__", None)}
     confine.arm(job.sandbox, job.secrets, grader_files, refusals.append)

@@ -16,12 +16,13 @@ import select
 import signal
 import sys
 import tempfile
+from typing import Any, NoReturn
 
 from .linux import CLONE_NEWPID, die_with_parent, libc, own_user_namespace
 from .world import MNT_DETACH, NoRoot, own_mount_namespace, tmpfs
 
 
-def serve(meta: bool, threads: int | None, probes: str, private: bool = False, pids: bool = False):
+def serve(meta: bool, threads: int | None, probes: str, private: bool = False, pids: bool = False) -> None:
     """The server's main loop: one JSON request per line on stdin, answered on stdout with
     ``started <pid>`` (``started <pid> tmpfs`` when the child's output folder is a tmpfs of the
     server's) and, once that child has ended, ``ended <exit code> <pid>`` (negative: a signal).
@@ -55,13 +56,15 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
     # full collection in a child walks the submission's objects, not torch's (0.07 s instead of 0.01),
     # and no collection writes to the pages a child shares with the server.
     gc.freeze()
-    say = lambda text: os.write(1, f"{text}\n".encode())  # noqa: E731  (unbuffered: nothing for a fork to copy)
+    def say(text: str) -> None:
+        os.write(1, f"{text}\n".encode())  # unbuffered: nothing for a fork to copy
+
     # Last, once torch is warm: from here on the kernel refuses this process new threads.
     init = _pid_namespace() if pids and (owned or os.getuid() == 0) else None
     concurrent = _pidfds() and not mounts  # a folder mounted per child is unmounted at the next request
     say(" ".join(["ready"] + ["tmpfs"] * bool(mounts) + [f"init {init}"] * (init is not None)
                  + ["concurrent"] * concurrent))
-    mounted: list = []
+    mounted: list[str] = []
     running: dict[int, int] = {}  # pidfd -> pid, of each child that has not ended
     pending = b""  # of stdin: read with os.read, never a buffered reader, whose buffer select cannot see
     while True:
@@ -160,7 +163,7 @@ def _pid_namespace() -> int | None:
     return pid
 
 
-def _output_tmpfs(request) -> bool:
+def _output_tmpfs(request: dict[str, Any]) -> bool:
     """Mount the child's output folder (``cwd``) as a tmpfs of ``tmpfs`` = [bytes, files], 0700 and
     this user's: True when it was."""
     size, inodes = request["tmpfs"]
@@ -171,7 +174,7 @@ def _output_tmpfs(request) -> bool:
     return True
 
 
-def _become_child(request, has_group: int):
+def _become_child(request: dict[str, Any], has_group: int) -> NoReturn:
     """In the forked child: a session of its own (said on ``has_group``), its own stdio and environment,
     then ``child.main``. Never returns into the server's loop."""
     code = 1

@@ -229,7 +229,8 @@ def _locked_flags(source):
     return kept | (MS_RELATIME if flags & _ST_RELATIME else 0) | (MS_RDONLY if flags & MS_RDONLY else 0)
 
 
-def tmpfs(target, size, inodes, mode, uid=None, gid=None, flags=MS_NOSUID | MS_NODEV | MS_NOEXEC):
+def tmpfs(target: str | os.PathLike[str], size: int, inodes: int, mode: int, uid: int | None = None,
+          gid: int | None = None, flags: int = MS_NOSUID | MS_NODEV | MS_NOEXEC) -> None:
     """Mount a fresh tmpfs on ``target``: at most ``size`` bytes and ``inodes`` files and folders, its
     top folder ``mode`` and owned by ``uid``:``gid`` (None: the caller). No program or library written
     there can be run (``MS_NOEXEC``). Raises ``NoRoot`` when it cannot be mounted."""
