@@ -47,14 +47,14 @@ def encode(text: str) -> torch.Tensor:
     return torch.tensor([[ALPHABET.index(c) for c in text]])
 
 
-def decode(ids) -> str:
+def decode(ids: torch.Tensor | list[int]) -> str:
     """The text of token ids: a (1, n) or (n,) tensor, or a list of ints."""
     if isinstance(ids, torch.Tensor):
         ids = ids.reshape(-1).tolist()
     return "".join(ALPHABET[i] for i in ids)
 
 
-def weights() -> dict:
+def weights() -> dict[str, torch.Tensor]:
     """The trained ``state_dict`` (float32), to load with ``model.load_state_dict(weights())``."""
     stored = torch.load(WEIGHTS, map_location="cpu", weights_only=True)
     return {name: t.float() for name, t in stored.items()}
@@ -77,7 +77,7 @@ def repeats(batch: int, seed: int, length: int = int(CONFIG["context_length"]) +
     return torch.stack(rows)
 
 
-def task_batch(batch: int, seed: int):
+def task_batch(batch: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(inputs, targets) of the task: targets are the inputs shifted by one token."""
     tokens = repeats(batch, seed)
     return tokens[:, :-1], tokens[:, 1:]
