@@ -4,24 +4,29 @@ Shared by the hidden judges and the public self-checks (the build copies this fi
 ``assignments/tests/`` so that a student's folder needs nothing but torch and pytest).
 Only torch and the standard library may be imported here.
 """
+from __future__ import annotations
+
 import builtins
 import linecache
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import torch
 
 
-def _fmt(values):
+def _fmt(values: torch.Tensor) -> str:
     return "[" + ", ".join(f"{v:.4f}" for v in values.flatten().tolist()[:8]) + (
         ", ...]" if values.numel() > 8 else "]")
 
 
-def _index(idx):
+def _index(idx: Iterable[int]) -> str:
     return "[" + ", ".join(str(i) for i in idx) + "]"
 
 
-def describe_mismatch(actual, expected, name, atol=1e-4, rtol=1e-4, reveal=True):
+def describe_mismatch(actual: object, expected: torch.Tensor, name: str, atol: float = 1e-4, rtol: float = 1e-4,
+                      reveal: bool = True) -> str | None:
     """None when ``actual`` matches ``expected``; otherwise one sentence a student can act on.
 
     ``reveal=False`` says where and by how much the values are off without printing the
@@ -34,8 +39,8 @@ def describe_mismatch(actual, expected, name, atol=1e-4, rtol=1e-4, reveal=True)
     actual = actual.detach().cpu().double()
     expected = expected.detach().cpu().double()
     if not torch.isfinite(actual).all():
-        bad = (~torch.isfinite(actual)).nonzero()[0].tolist()
-        return f"entry {_index(bad)} of {name} is {actual[tuple(bad)].item()} (not a finite number)"
+        at = (~torch.isfinite(actual)).nonzero()[0].tolist()
+        return f"entry {_index(at)} of {name} is {actual[tuple(at)].item()} (not a finite number)"
     diff = (actual - expected).abs()
     bad = diff > atol + rtol * expected.abs()
     if not bad.any():
@@ -59,7 +64,7 @@ def describe_mismatch(actual, expected, name, atol=1e-4, rtol=1e-4, reveal=True)
             f"entries differ from the reference")
 
 
-def describe_row_sums(weights, name="your attention weights", atol=1e-4):
+def describe_row_sums(weights: torch.Tensor, name: str = "your attention weights", atol: float = 1e-4) -> str | None:
     """None when every row sums to 1, else which row does not and what it sums to."""
     if weights.dim() == 0 or weights.numel() == 0:
         return f"{name} has shape {tuple(weights.shape)}: no row of weights to sum"
@@ -74,7 +79,7 @@ def describe_row_sums(weights, name="your attention weights", atol=1e-4):
     return f"{row} of {name} sums to {sums[tuple(idx)].item():.4f}, but every row of attention weights sums to 1"
 
 
-def describe_future(weights, name="your attention weights"):
+def describe_future(weights: torch.Tensor, name: str = "your attention weights") -> str | None:
     """None when nothing above the diagonal is nonzero, else the first future position that is."""
     weights = weights.detach().cpu()
     if weights.dim() < 2:
@@ -95,11 +100,12 @@ def describe_future(weights, name="your attention weights"):
 
 # --- exceptions raised by the student's code -------------------------------------------------
 
+Record = dict[str, Any]  # an error record: RECORD_FIELDS, and what a record may say besides
 RECORD_FIELDS = {"type": str, "message": str, "where": str, "code": str, "function": str, "not_implemented": bool,
                  "importing": str}
 
 
-def is_error_record(obs) -> bool:
+def is_error_record(obs: object) -> bool:
     """``{"error": record}`` as ``attempt`` (or the runner) writes it for a call that raised: that one key,
     and a record with every field ``problem`` gives one, of its type (a record may say more, such as why a
     file was left out). The one test of it: a student's own dict with an ``"error"`` key (a parameter named
@@ -110,26 +116,28 @@ def is_error_record(obs) -> bool:
     return all(type(record.get(k)) is t for k, t in RECORD_FIELDS.items())
 
 
-def problem(kind, message, **located):
+def problem(kind: str, message: str, **located: object) -> Record:
     """An error record as plain data (it crosses from the grader's child process as is)."""
-    record = {"type": kind, "message": message, "where": "", "code": "", "function": "",
+    record: Record = {"type": kind, "message": message, "where": "", "code": "", "function": "",
               "not_implemented": False, "importing": ""}
     record.update(located)
     return record
 
 
-def _inside(filename, package):
+def _inside(filename: str, package: Path | None) -> bool:
     path = Path(filename)
     return package is not None and path.is_absolute() and path.resolve().is_relative_to(package)
 
 
-def _shown(filename, package):
+def _shown(filename: str, package: Path | None) -> str:
     """``attention_lab/causal.py`` rather than a full path."""
     path = Path(filename).resolve()
-    return f"attention_lab/{path.relative_to(package).as_posix()}" if _inside(filename, package) else path.name
+    if package is not None and _inside(filename, package):
+        return f"attention_lab/{path.relative_to(package).as_posix()}"
+    return path.name
 
 
-def error_record(exc, package=None, importing=""):
+def error_record(exc: BaseException, package: str | Path | None = None, importing: str = "") -> Record:
     """``exc`` as plain data, located at its innermost frame inside ``package`` (the student's
     ``attention_lab/`` folder): file, line, function and the line of code."""
     try:
@@ -138,7 +146,7 @@ def error_record(exc, package=None, importing=""):
         return problem("Exception", "an exception that could not be described", importing=importing)
 
 
-def _kind(exc):
+def _kind(exc: BaseException) -> str:
     """The exception's class name; ``pytest.Skipped`` etc. for pytest's outcomes (pytest.skip,
     xfail, exit, fail raised by the student's code), which pytest files under ``builtins``."""
     name = type(exc).__name__
@@ -148,9 +156,9 @@ def _kind(exc):
     return f"pytest.{name}" if isinstance(exc, pytest_types) else name
 
 
-def _error_record(exc, package, importing):
-    package = Path(package).resolve() if package is not None else None
-    located = {"not_implemented": isinstance(exc, NotImplementedError), "importing": importing}
+def _error_record(exc: BaseException, folder: str | Path | None, importing: str) -> Record:
+    package = Path(folder).resolve() if folder is not None else None
+    located: dict[str, object] = {"not_implemented": isinstance(exc, NotImplementedError), "importing": importing}
     if isinstance(exc, SyntaxError) and exc.filename:
         located.update(where=f"{_shown(exc.filename, package)} line {exc.lineno}", code=(exc.text or "").strip())
         return problem(_kind(exc), str(exc.msg), **located)
@@ -165,7 +173,7 @@ def _error_record(exc, package, importing):
     return problem(_kind(exc), str(exc)[:600], **located)
 
 
-def _message(text):
+def _message(text: str) -> str:
     lines = (text.strip() or "(no message)").splitlines()
     return "\n    ".join(lines[:6]) + ("\n    ..." if len(lines) > 6 else "")
 
@@ -175,7 +183,7 @@ KIT_PROBLEMS = ("ProbeError", "Timeout", "Crash", "NotRun", "BadResult", "Tamper
                 "LibraryAttention", "NotHandedIn")
 
 
-def describe_error(rec, what=""):
+def describe_error(rec: Record, what: str = "") -> str:
     """One sentence about an error record; ``what`` names the call when no frame of the student's is known."""
     text = _located(rec, what)
     if not rec["importing"] or rec["type"] in KIT_PROBLEMS:
@@ -185,14 +193,14 @@ def describe_error(rec, what=""):
     return f"could not import {rec['importing']}: {text}"
 
 
-def _located(rec, what):
+def _located(rec: Record, what: str) -> str:
     function = "" if rec["function"].startswith("<") else rec["function"]  # "<module>": while importing
     if rec["not_implemented"]:
         name = function or what
         where = f" ({rec['where']})" if rec["where"] else ""
         return f"not implemented yet: {name}{where}" if name else f"not implemented yet{where}"
     if rec["type"] in KIT_PROBLEMS:
-        return rec["message"]
+        return str(rec["message"])
     at = f" at {rec['where']}" if rec["where"] else ""
     if rec["type"] == "SystemExit":
         return (f"{function + ' ' if function else ''}called sys.exit({rec['message']}){at}; "
