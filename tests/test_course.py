@@ -265,3 +265,7 @@ def test_a_stages_cells_are_found_by_its_number_in_order_and_a_cell_file_opens_w
     (tmp_path / "stage3_4_bare.py").write_text("print('no Markdown')\n")
     with pytest.raises(BuildError, match="opens with its Markdown"):
         course.stage_cells(STAGES[3])
+    (tmp_path / "stage3_4_bare.py").unlink()
+    (tmp_path / "stage3_unordered.py").write_text('"""## No order"""\n')
+    with pytest.raises(BuildError, match="named stage<N>_<order>_<name>.py"):
+        course.stage_cells(STAGES[3])

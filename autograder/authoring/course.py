@@ -307,7 +307,10 @@ def stage_cells(stage) -> list[tuple[str, str, str]]:
     """(name, Markdown, code) of each cell of ``stage`` in ``CELLS``, in their order."""
     found = []
     for path in CELLS.glob(f"stage{stage.number}_*.py"):
-        order, name = path.stem.split("_", 2)[1:]
+        named = re.fullmatch(rf"stage{stage.number}_(\d+)_(\w+)", path.stem)
+        if named is None:
+            raise BuildError(f"{path}: a notebook cell's file is named stage<N>_<order>_<name>.py")
+        order, name = named.groups()
         text = path.read_text()
         body = ast.parse(text).body
         docstring = body[0] if body else None
