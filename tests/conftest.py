@@ -3,6 +3,7 @@ import importlib
 import os
 import shutil
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -110,8 +111,8 @@ def reference_observations():
 
 
 # The longest units of work first. The suite runs on every core (pytest-xdist, --dist loadscope):
-# each module (or class) goes whole to one worker, so one of these minutes-long units started last
-# would leave the other workers idle while it runs alone.
+# each module (or class; the zoos in parts, see DEALT) goes whole to one worker, so one of these
+# minutes-long units started last would leave the other workers idle while it runs alone.
 LONGEST_FIRST = ("test_nbgrader.py", "test_zoo_hostile.py::TestAsRoot", "test_zoo_hostile.py::TestAsUser",
                  "test_zoo.py", "test_degenerate_zoo.py", "test_grade_all.py", "test_classroom.py")
 
@@ -124,6 +125,37 @@ def pytest_collection_modifyitems(config, items):
         if rank(item) < len(LONGEST_FIRST):
             item.add_marker(pytest.mark.slow)
     items.sort(key=rank)  # stable: within a unit, and for the rest, the order stays as collected
+
+
+# Where one module's parametrized tests are hundreds of independent gradings, its module going whole to
+# one worker outlasts everything else on a machine of many cores: on a 16-core GPU machine, where every
+# grading runs on both devices, test_zoo.py's 591 tests would hold one worker for about 24 minutes. Their
+# entries are dealt by name into units of their own (at least two per worker); entries of one unit that
+# follow each other on a worker still share their module's fork server.
+DEALT = ("tests/test_zoo.py", "tests/test_degenerate_zoo.py", "tests/test_zoo_hostile.py")
+
+
+def work_unit(nodeid: str, scope: str, units: int) -> str:
+    """The unit of work (pytest-xdist's loadscope ``scope``) a test goes to: its module or class, or, for a
+    parametrized test of ``DEALT``, one of ``units`` parts of it chosen by the test's name."""
+    if "[" not in nodeid or not scope.startswith(DEALT):
+        return scope
+    return f"{scope}::{nodeid.split('::')[-1].split('[')[0]}#{zlib.crc32(nodeid.encode()) % units}"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """loadscope with the zoos dealt across the workers (``work_unit``); every other way to distribute is
+    xdist's own."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ZoosDealt(LoadScopeScheduling):
+        def _split_scope(self, nodeid):  # xdist's documented point of change (its loadfile overrides it too)
+            return work_unit(nodeid, super()._split_scope(nodeid), 2 * self.numnodes)
+
+    return ZoosDealt(config, log)
 
 
 def pytest_configure(config):

@@ -5,12 +5,14 @@ students (ann: the reference; bob: the untouched stubs). ann and bob must get th
 whole records and a CSV row; the hostile student gets a record too (their points, or 0 and the one
 sentence that says which rule their file broke), never a crash of the class, a row blamed on the
 grader, or a hang. Each run is held to ``BOUND_S`` seconds and ``PEAK_BYTES`` of resident memory
-(the largest of grade-all's process and every process it started), measured here.
+(the largest of grade-all's process and every process it started), measured here, above what CUDA itself
+holds where a GPU is (``cuda_start_bytes``).
 """
 from __future__ import annotations
 
 import base64
 import csv
+import functools
 import io
 import json
 import os
@@ -217,9 +219,28 @@ CASES = {
 }
 
 
+@functools.cache
+def cuda_start_bytes() -> int:
+    """The resident memory of a process that has started CUDA as a grading child starts it (the driver,
+    cuBLAS, the attention kernels), or 0 where no GPU is. On a GPU machine each child holds it, and it is
+    CUDA's, not the grader's: an H100 run measured 1.01 GiB for the class with a 1400 x 1400 softmax in it."""
+    script = (
+        "import resource, torch\n"
+        "from autograder.sandbox.child import _warm_cuda\n"
+        "if torch.cuda.is_available():\n"
+        "    _warm_cuda()\n"
+        "    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\n"
+        "else:\n"
+        "    print(0)\n"
+    )
+    code, stdout = ForkedPython(script, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}).result(timeout=BOUND_S)
+    assert code == 0, stdout
+    return int(stdout.strip().splitlines()[-1])
+
+
 def run_grade_all(folder: Path, out: Path, as_root=True, without=()):
     """grade-all in a process of its own (forked from one that imported torch); returns (exit code, stderr,
-    seconds, peak resident bytes).
+    seconds, peak resident bytes above what CUDA itself holds).
     ``as_root=False``: as a grader that is not root does it (no change of user), as the hostile zoo does;
     ``without``: kernel layers (``protocol.KERNEL_LAYERS``) taken away, as a machine without them would grade."""
     script = (
@@ -239,7 +260,7 @@ def run_grade_all(folder: Path, out: Path, as_root=True, without=()):
     code, stdout = done.result(timeout=BOUND_S * 3)
     assert code == 0, f"the grade-all process ended with {code}:\n{done.stderr[-3000:]}"
     said = json.loads(stdout.strip().splitlines()[-1])
-    return said["code"], done.stderr, said["seconds"], said["peak"]
+    return said["code"], done.stderr, said["seconds"], said["peak"] - cuda_start_bytes()
 
 
 @pytest.mark.parametrize("case", CASES)

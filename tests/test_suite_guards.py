@@ -46,3 +46,21 @@ def test_a_gpu_run_cut_short_still_names_its_failures_and_why(tmp_path):
     assert said[0] == "== test_x.py::test_a (call)", said
     assert any("row 3 sums to 0.71" in line for line in said) and said[-1].endswith("test_x.py:3"), said
     assert not any("test_b" in line for line in said)
+
+
+def test_the_zoos_are_dealt_across_the_workers_and_every_other_module_stays_whole():
+    """loadscope sends a module (or class) whole to one worker; a zoo's parametrized gradings go in parts,
+    so that a machine of many cores does not wait on one worker's 591 gradings (conftest.DEALT)."""
+    from tests.conftest import work_unit
+
+    entries = [f"tests/test_zoo.py::test_wrong_entry_is_caught[s{i}_entry]" for i in range(200)]
+    units = {work_unit(n, "tests/test_zoo.py", 8) for n in entries}
+    assert len(units) == 8 and all(u.startswith("tests/test_zoo.py::test_wrong_entry_is_caught#") for u in units)
+    assert work_unit(entries[7], "tests/test_zoo.py", 8) == work_unit(entries[7], "tests/test_zoo.py", 8)
+    hostile = "tests/test_zoo_hostile.py::TestAsUser::test_hostile_entry_is_contained[memory_bomb]"
+    assert work_unit(hostile, "tests/test_zoo_hostile.py::TestAsUser", 8).startswith(
+        "tests/test_zoo_hostile.py::TestAsUser::test_hostile_entry_is_contained#")
+    for nodeid, scope in (("tests/test_zoo.py::test_zoo_is_big_enough", "tests/test_zoo.py"),
+                          ("tests/test_nbgrader.py::test_x[a]", "tests/test_nbgrader.py"),
+                          ("tests/test_load.py::test_y", "tests/test_load.py")):
+        assert work_unit(nodeid, scope, 8) == scope

@@ -17,8 +17,10 @@
 # adds arguments to the suite's pytest. The suite alone took more than 10 minutes on an H200 with 16 cores
 # (every grading there runs on both devices, and the load tests keep twice the cores busy):
 # SUITE_PART=1/2, then SUITE_PART=2/2, runs every other test file, so two calls give the whole suite's two
-# summary lines. Each test's outcome is written as it ends (suite-report.jsonl, pytest-reportlog) and each
-# failure's traceback to failures.txt, so that a run cut short still says which tests failed and why.
+# summary lines (the zoos' gradings are dealt across the workers: tests/conftest.py's DEALT). test_book.py
+# reads the seed notes from ../shared/seeds beside the checkout: copy them there, or its 16 tests skip.
+# Each test's outcome is written as it ends (suite-report.jsonl, pytest-reportlog) and each failure's
+# traceback to failures.txt, so that a run cut short still says which tests failed and why.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-gpu-run}
