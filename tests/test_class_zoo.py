@@ -318,7 +318,9 @@ def test_what_a_child_leaves_is_cleaned_up(as_root, tmp_path):
     shutil.copytree(ROOT / "assignments" / "attention_lab", klass / "bob" / "attention_lab")
     for case in ("deep_tree_at_run_time", "fills_home_and_output"):
         CASES[case][0](klass)
-    mark = f"# graded by {tmp_path.name}\n"  # finds this class's workspaces among those of gradings beside it
+    # Finds this class's workspaces among those of gradings beside it: the full path, since two workers
+    # running this test's two variants at once (-n 2 without loadscope) both name their tmp_path ..._cl0.
+    mark = f"# graded by {tmp_path}\n"
     for student in ("ada", "aaron"):
         with open(klass / student / "attention_lab" / "simple.py", "a") as f:
             f.write(mark)
