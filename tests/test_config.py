@@ -52,6 +52,7 @@ def test_a_shared_total_adds_up_exactly_and_follows_the_weights(weights, total):
     ({"stages": [0, 1]}, "stages must be"),
     ({"stages": []}, "stages must be"),
     ({"points": {"s9.nothing": 3}}, "neither a check id"),
+    ({"points": {"stage\u00b2": 3}}, "neither a check id"),  # a digit int() refuses: str.isdigit says yes
     ({"points": {"s1.softmax_naive": -1}}, "at least 0"),
     ({"points": {"s1.softmax_naive": 1.5}}, "whole number"),
     ({"gradescope": {"hidden": "never"}}, "after_published, after_due_date"),

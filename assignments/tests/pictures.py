@@ -14,7 +14,10 @@ from __future__ import annotations
 import base64
 import html
 import math
+import os
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -32,7 +35,7 @@ class Picture:
         self.svg, self.title, self.caption = svg, title, caption
         self.kind, self.flagged = kind, flagged  # what it shows ("leak", "weights", ...); cells in red
 
-    def _repr_svg_(self):
+    def _repr_svg_(self) -> str:
         return self.svg
 
     def data_uri(self) -> str:
@@ -45,17 +48,17 @@ class Picture:
                 f'data-flagged="{self.flagged}"><img alt="{html.escape(self.title, quote=True)}" '
                 f'src="{self.data_uri()}"></figure>')
 
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.svg, encoding="utf-8")
         return path
 
 
-class Pictures(list):
+class Pictures(list[Picture]):
     """Several pictures side by side in a notebook (one per head, say)."""
 
-    def _repr_html_(self):
+    def _repr_html_(self) -> str:
         return '<div style="display:flex;flex-wrap:wrap;gap:12px">' + "".join(p.html() for p in self) + "</div>"
 
 
@@ -66,7 +69,7 @@ def _colour(v: float) -> str:
     return "#" + "".join(f"{round(a + (b - a) * v):02x}" for a, b in zip(low, high))
 
 
-def _wrapped(text, width_px, size=10):
+def _wrapped(text: str, width_px: float, size: float = 10) -> list[str]:
     """``text`` in lines that fit ``width_px`` (about 0.55 em per character)."""
     most, lines, line = max(20, int(width_px / (0.55 * size))), [], ""
     for word in text.split():
@@ -78,14 +81,18 @@ def _wrapped(text, width_px, size=10):
     return lines + ([line] if line else [])
 
 
-def _text(x, y, s, size=11, anchor="middle", colour="#222", rotate=None, weight="normal", family="sans-serif"):
+def _text(x: float, y: float, s: object, size: float = 11, anchor: str = "middle", colour: str = "#222",
+          rotate: float | None = None, weight: str = "normal", family: str = "sans-serif") -> str:
     turn = f' transform="rotate({rotate} {x:.1f} {y:.1f})"' if rotate is not None else ""
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{colour}" '
             f'font-weight="{weight}" font-family="{family}"{turn}>{html.escape(str(s))}</text>')
 
 
-def heatmap(matrix, rows=None, cols=None, title="", forbidden=None, flagged=None, scale=None, note="",
-            row_axis="query", col_axis="key", kind="weights") -> Picture:
+def heatmap(matrix: torch.Tensor | Sequence[Sequence[float]], rows: Sequence[str] | Sequence[int] | None = None,
+            cols: Sequence[str] | Sequence[int] | None = None, title: str = "",
+            forbidden: torch.Tensor | Sequence[Sequence[bool]] | None = None,
+            flagged: torch.Tensor | Sequence[Sequence[bool]] | None = None, scale: float | None = None, note: str = "",
+            row_axis: str = "query", col_axis: str = "key", kind: str = "weights") -> Picture:
     """A matrix as coloured cells (rows: ``row_axis``, columns: ``col_axis``), with its values
     written in when it is small. ``forbidden``: cells the rule says must be 0, outlined; ``flagged``:
     cells that break the rule, in red. ``scale``: the value drawn darkest (default: the largest)."""
@@ -142,14 +149,16 @@ def heatmap(matrix, rows=None, cols=None, title="", forbidden=None, flagged=None
 MAX_SIDE = 48  # cells a heatmap draws across; a larger matrix is drawn in blocks (about 400 KB of SVG at most)
 
 
-def _pooled(m, forbidden, flagged, note):
+def _pooled(m: torch.Tensor, forbidden: torch.Tensor | Sequence[Sequence[bool]] | None,
+            flagged: torch.Tensor | Sequence[Sequence[bool]] | None,
+            note: str) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, None, None, str]:
     """``m`` drawn in square blocks so that no side passes ``MAX_SIDE``: each cell shows the block's
     largest magnitude (nan or inf when the block holds one), and is outlined or flagged when any cell
     of the block is."""
     n_rows, n_cols = m.shape
     k = -(-max(n_rows, n_cols) // MAX_SIDE)
 
-    def pool(t):
+    def pool(t: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.max_pool2d(t[None, None], k, k, ceil_mode=True)[0, 0]
 
     bad = pool((~m.isfinite()).double())
@@ -162,7 +171,8 @@ def _pooled(m, forbidden, flagged, note):
     return pooled, masks[0], masks[1], None, None, f"{said}. {note}" if note else said
 
 
-def bars(values, labels=None, title="", limit=None, note="", axis="", kind="bars") -> Picture:
+def bars(values: torch.Tensor | Sequence[float], labels: Sequence[str] | Sequence[int] | None = None,
+         title: str = "", limit: float | None = None, note: str = "", axis: str = "", kind: str = "bars") -> Picture:
     """Values as vertical bars, those above ``limit`` (a line) in red."""
     v = [float(x) for x in torch.as_tensor(values).detach().to("cpu", torch.float64).flatten()]
     labels = [str(x) for x in (labels or range(len(v)))]
@@ -197,7 +207,7 @@ def bars(values, labels=None, title="", limit=None, note="", axis="", kind="bars
     return Picture("".join(parts), title, note, kind, red)
 
 
-def listing(rows, title, yes, no, kind="listing") -> Picture:
+def listing(rows: Iterable[tuple[object, object]], title: str, yes: str, no: str, kind: str = "listing") -> Picture:
     """Named things, each with a green ``yes`` or a red ``no`` (``rows``: (name, ok) pairs): the red
     ones first, and at most ``MAX_SIDE`` of them, with a line saying how many more there are."""
     rows = list(rows)
@@ -219,7 +229,7 @@ def listing(rows, title, yes, no, kind="listing") -> Picture:
     return Picture("".join(parts), title, kind=kind, flagged=flagged)
 
 
-def row_sum_problem(weights, rows=None):
+def row_sum_problem(weights: torch.Tensor, rows: Sequence[str] | None = None) -> str | None:
     """"row 1 (journey) sums to 0.71" for the first row of ``weights`` (n, k) that does not sum to
     1 (nan included), or None. ``rows``: the rows' labels, named when they are more than numbers."""
     sums = weights.sum(-1).tolist()
@@ -236,11 +246,12 @@ class _Attention(torch.overrides.TorchFunctionMode):
     """Notes every softmax over a square last pair of dims (a layer's attention weights), and the
     weights ``F.scaled_dot_product_attention`` computes without showing them."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.seen = []
+        self.seen: list[torch.Tensor] = []
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func: Callable[..., Any], types: Collection[type], args: Sequence[Any] = (),
+                           kwargs: Mapping[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = getattr(func, "__name__", "")
@@ -251,7 +262,9 @@ class _Attention(torch.overrides.TorchFunctionMode):
         return out
 
 
-def _sdpa_weights(query, key, value=None, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
+def _sdpa_weights(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor | None = None,
+                  attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False,
+                  scale: float | None = None, **_: object) -> torch.Tensor:
     """The weights ``F.scaled_dot_product_attention`` used (before its dropout)."""
     with torch.no_grad():
         q, k = query.detach(), key.detach()
@@ -267,7 +280,7 @@ def _sdpa_weights(query, key, value=None, attn_mask=None, dropout_p=0.0, is_caus
         return torch.softmax(scores, dim=-1)
 
 
-def attention_of(call, *args, **kwargs):
+def attention_of(call: Callable[..., object], *args: object, **kwargs: object) -> tuple[object, torch.Tensor | None]:
     """Run ``call(*args, **kwargs)`` on a batch of ONE sequence and return (its output, the
     attention weights it computed: (n, n), or (heads, n, n) for several heads, or None when it
     computed none that could be seen). A layer made of separate heads (stage 4's wrapper) computes
@@ -285,7 +298,7 @@ def attention_of(call, *args, **kwargs):
     return out, last  # (n, n), or (heads, n, n) computed in one softmax
 
 
-def _heads(weights):
+def _heads(weights: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     """(title suffix, matrix) per head of ``weights``: (n, n) or (heads, n, n)."""
     w = weights.detach().to("cpu", torch.float64)
     while w.dim() > 3:
@@ -297,7 +310,8 @@ def _heads(weights):
     return [(f", head {h}", w[h]) for h in range(w.shape[0])]
 
 
-def weight_pictures(weights, tokens=TOKENS, title="your attention weights", causal=False, expected=None):
+def weight_pictures(weights: torch.Tensor, tokens: Sequence[str] = TOKENS, title: str = "your attention weights",
+                    causal: bool = False, expected: torch.Tensor | None = None) -> Pictures:
     """One heatmap per head of ``weights`` (rows: the query token, columns: the key token). With
     ``causal``, cells above the diagonal are outlined (they must be 0) and red where they are not.
     ``expected``: the book's printed weights, drawn beside for comparison (public numbers only)."""
@@ -307,7 +321,8 @@ def weight_pictures(weights, tokens=TOKENS, title="your attention weights", caus
         rows = list(tokens) if len(tokens) == n_q else [str(i) for i in range(n_q)]
         cols = list(tokens) if len(tokens) == n_k else [str(i) for i in range(n_k)]
         future = torch.ones(n_q, n_k, dtype=torch.bool).triu(1) if causal else None
-        flagged = future & (w.abs() > 1e-6) if causal else None
+        # future is a tensor whenever causal: mypy cannot tie the two
+        flagged = future & (w.abs() > 1e-6) if causal else None  # type: ignore[operator]
         off = row_sum_problem(w, rows)
         note = (f"{off}; every row of attention weights sums to 1" if off else
                 "each row sums to 1" + ("; outlined: the future, which must get 0" if causal else ""))
@@ -319,7 +334,8 @@ def weight_pictures(weights, tokens=TOKENS, title="your attention weights", caus
     return found
 
 
-def show_attention(layer_or_function, inputs=None, tokens=TOKENS, causal=None):
+def show_attention(layer_or_function: Callable[..., object], inputs: torch.Tensor | None = None,
+                   tokens: Sequence[str] = TOKENS, causal: bool | None = None) -> Pictures:
     """Draw the attention weights of ``layer_or_function`` for the book's sentence ("Your journey
     starts with one step"), with the tokens as labels: a function of stage 1 or 3 that returns
     weights (called on the inputs), or any attention layer (called on a batch of the sentence).
@@ -336,7 +352,7 @@ def show_attention(layer_or_function, inputs=None, tokens=TOKENS, causal=None):
         try:
             from .book import INPUTS
         except ImportError:  # beside the public checks, where book.py is a module of its own
-            from book import INPUTS
+            from book import INPUTS  # type: ignore[no-redef]  # the same INPUTS, from the copy of book.py
         inputs = INPUTS
     name = getattr(layer_or_function, "__name__", type(layer_or_function).__name__)
     if causal is None:
@@ -357,15 +373,16 @@ def show_attention(layer_or_function, inputs=None, tokens=TOKENS, causal=None):
 
 # ---------------------------------------------------------------- the heads of a whole model (stage 10)
 
-def attention_by_block(model, ids):
+def attention_by_block(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
     """The attention weights of every block of a GPT (``model.trf_blocks``, each with an ``att``) for the
     token ids ``ids`` (1, n): each block's own attention layer, run again by ``attention_of`` on what the
     model gave it. Returns (layers, heads, n, n)."""
     blocks = getattr(model, "trf_blocks", None)
     if not isinstance(blocks, (torch.nn.Sequential, torch.nn.ModuleList)):
         raise ValueError("the model has no trf_blocks to look into")
-    given = []
-    hooks = [b.att.register_forward_pre_hook(lambda layer, args: given.append((layer, args[0])))
+    given: list[tuple[torch.nn.Module, torch.Tensor]] = []
+    # b.att is a Module, as the condition below says: mypy cannot see it through getattr
+    hooks = [b.att.register_forward_pre_hook(lambda layer, args: given.append((layer, args[0])))  # type: ignore[union-attr]
              for b in blocks if isinstance(getattr(b, "att", None), torch.nn.Module)]
     try:
         with torch.no_grad():
@@ -373,7 +390,7 @@ def attention_by_block(model, ids):
     finally:
         for hook in hooks:
             hook.remove()
-    found = []
+    found: list[torch.Tensor] = []
     for layer, x in given:
         _, weights = attention_of(layer, x)
         if weights is None or weights.dim() != 3:
@@ -382,12 +399,13 @@ def attention_by_block(model, ids):
     return torch.stack(found)
 
 
-def _diagonal_share(w, back):
+def _diagonal_share(w: torch.Tensor, back: int) -> float:
     """How much of its attention each query gives the key ``back`` tokens before it, on average."""
     return float(w.diagonal(-back, dim1=-2, dim2=-1).mean()) if back < w.shape[-1] else 0.0
 
 
-def head_pictures(weights, labels, period=None, every=False) -> Pictures:
+def head_pictures(weights: torch.Tensor, labels: Sequence[str], period: int | None = None,
+                  every: bool = False) -> Pictures:
     """Heatmaps of a model's heads, ``weights`` (layers, heads, n, n), with ``labels`` for the tokens. By
     default two: the first layer's head that looks most at the previous token, and, for text that repeats
     every ``period`` tokens, the last layer's head that looks most at the token after the earlier copy of

@@ -15,6 +15,8 @@ from __future__ import annotations
 import gc
 import statistics
 import time
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 import torch
 import torch.nn.functional as F
@@ -34,10 +36,12 @@ RACES = 3  # at most, a near miss included: the best counts (two still failed th
 RACING_S = 6.0  # ... and another race only if, at the pace so far, it ends within this (the task timeout is 10 s)
 
 
-def fast_attention(x, qkv_weight, qkv_bias, out_weight, out_bias, num_heads):
+def fast_attention(x: torch.Tensor, qkv_weight: torch.Tensor, qkv_bias: torch.Tensor | None, out_weight: torch.Tensor,
+                   out_bias: torch.Tensor | None, num_heads: int) -> torch.Tensor:
     """Causal multi-head attention as fast as PyTorch runs it: one fused projection, one call of
     ``F.scaled_dot_product_attention`` with ``is_causal=True``. The kit's fast reference."""
-    queries, keys, values = F.linear(x, qkv_weight, qkv_bias).unflatten(-1, (3, num_heads, -1)).permute(2, 0, 3, 1, 4)
+    # Tensor.unflatten is a Python method of torch's without annotations
+    queries, keys, values = F.linear(x, qkv_weight, qkv_bias).unflatten(-1, (3, num_heads, -1)).permute(2, 0, 3, 1, 4)  # type: ignore[no-untyped-call]
     context = F.scaled_dot_product_attention(queries, keys, values, is_causal=True)
     return F.linear(context.transpose(1, 2).flatten(2), out_weight, out_bias)
 
@@ -46,18 +50,35 @@ class Unfit(Exception):
     """The student's output cannot be compared with the reference's: no timing counts."""
 
 
-def _randn(*shape, seed, scale=1.0):
+class Rounds(TypedDict):
+    """One race's measurements: seconds per round (the student's wall-clock and CPU, the kit's
+    wall-clock), how far the outputs were apart, and the threads they ran on."""
+    student_s: list[float]
+    kit_s: list[float]
+    student_cpu_s: list[float]
+    max_diff: float
+    scale: float
+    threads: int
+
+
+class Report(Rounds, total=False):
+    """What ``race`` returns: its best race's rounds, and how many races were run (1 where absent)."""
+    races: int
+
+
+def _randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * scale
 
 
-def weights():
+def weights() -> dict[str, torch.Tensor]:
     """The timed layer's weights, by parameter name (``qkv`` without a bias, ``out_proj`` with one)."""
     d = SIZE["width"]
     return {"qkv.weight": _randn(3 * d, d, seed=870, scale=d ** -0.5),
             "out_proj.weight": _randn(d, d, seed=871, scale=d ** -0.5), "out_proj.bias": _randn(d, seed=872, scale=0.1)}
 
 
-def race(forward, device="cpu", between=None):
+def race(forward: Callable[[torch.Tensor], object], device: str = "cpu",
+         between: Callable[[], object] | None = None) -> Report:
     """Time ``forward`` (the student's layer, holding ``weights()``) against ``fast_attention``.
 
     ``between()`` runs before the student's first call and around every timed call: the grader
@@ -86,18 +107,18 @@ def race(forward, device="cpu", between=None):
             gc.enable()
 
 
-def _race_ratio(report):
+def _race_ratio(report: Rounds) -> float:
     """The race's ratio, or infinity where it cannot be read (nothing timed): the worst of races."""
     return median_ratio(report) if report["student_s"] and min(report["kit_s"]) > 0 else float("inf")
 
 
-def _rounds(forward, device, between):
+def _rounds(forward: Callable[[torch.Tensor], object], device: str, between: Callable[[], object]) -> Rounds:
     w = {name: t.to(device) for name, t in weights().items()}
 
-    def kit(x):
+    def kit(x: torch.Tensor) -> torch.Tensor:
         return fast_attention(x, w["qkv.weight"], None, w["out_proj.weight"], w["out_proj.bias"], SIZE["heads"])
 
-    def timed(fn, x):
+    def timed(fn: Callable[[torch.Tensor], Any], x: torch.Tensor) -> tuple[float, float, Any]:
         start, cpu = time.perf_counter(), time.process_time()
         out = fn(x.clone())
         if device == "cuda":
@@ -110,10 +131,10 @@ def _rounds(forward, device, between):
     between()  # before the student's first call: whatever that call starts, the grader sees
     forward(xs[0].clone())
     gc.disable()  # no collection runs during the rounds (none before them either: with torch loaded one takes 0.1 s)
-    report = {"student_s": [], "kit_s": [], "student_cpu_s": [], "max_diff": 0.0, "scale": 0.0,
-              "threads": torch.get_num_threads()}
+    report: Rounds = {"student_s": [], "kit_s": [], "student_cpu_s": [], "max_diff": 0.0, "scale": 0.0,
+                      "threads": torch.get_num_threads()}
     for i, x in enumerate(xs[1:]):
-        runs = {}
+        runs: dict[str, tuple[float, float, Any]] = {}  # the student's output is anything until checked below
         for who in ("kit", "student") if i % 2 == 0 else ("student", "kit"):
             between()
             runs[who] = timed(kit if who == "kit" else forward, x)
@@ -132,7 +153,7 @@ def _rounds(forward, device, between):
     return report
 
 
-def settled(report):
+def settled(report: Rounds) -> bool:
     """Do a majority of the ``ROUNDS`` lie on one side of ``LIMIT`` already? Then the median of all of
     them would lie there too, whatever the rest measured: a fast layer is done in 5 rounds, not 9."""
     ratios = [s / k for s, k in zip(report["student_s"], report["kit_s"])]
@@ -140,7 +161,7 @@ def settled(report):
     return max(fast, len(ratios) - fast) > ROUNDS // 2
 
 
-def _why_fewer(report, rounds):
+def _why_fewer(report: Rounds, rounds: int) -> str:
     if rounds == ROUNDS:
         return ""
     if settled(report):
@@ -148,12 +169,12 @@ def _why_fewer(report, rounds):
     return ", cut short"
 
 
-def median_ratio(report):
+def median_ratio(report: Rounds) -> float:
     """The median over the rounds of the student's time over the kit's: the speed the verdict judges."""
     return statistics.median(s / k for s, k in zip(report["student_s"], report["kit_s"]))
 
 
-def verdict(report):
+def verdict(report: Report) -> tuple[bool, str]:
     """``(passed, text)``: the measurement in words, for a pass as for a failure."""
     size = (f"batch {SIZE['batch']}, {SIZE['tokens']} tokens, {SIZE['width']} wide, {SIZE['heads']} heads, "
             f"{report['threads']} thread{'s' if report['threads'] > 1 else ''}")

@@ -139,7 +139,7 @@ def from_data(data: dict, path=None) -> CourseConfig:
             raise UsageError(f"{where}: points of {key!r} must be a whole number of at least 0, not {value!r}")
         if key in registry():
             own[key] = value
-        elif key.startswith("stage") and key[5:].isdigit() and int(key[5:]) in STAGES:
+        elif key.startswith("stage") and key[5:].isascii() and key[5:].isdigit() and int(key[5:]) in STAGES:
             if int(key[5:]) not in stages:  # as a check of a stage not taught: said, not refused (_surprises)
                 untaught.append(key)
                 continue

@@ -13,6 +13,7 @@ import importlib
 import os
 import signal
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..public.feedback import problem
@@ -32,7 +33,7 @@ def preload(meta: bool, probes: str = protocol.PROBES) -> None:
         _warm_meta()
 
 
-def settle_dynamo_wrappers():
+def settle_dynamo_wrappers() -> None:
     """Spare every grading the import of ``torch._dynamo`` (0.9 s: sympy, the compiler and more).
 
     torch wraps a few hundred of its functions with ``torch._disable_dynamo`` (the meta device's
@@ -63,12 +64,13 @@ def settle_dynamo_wrappers():
     slot = wrapper.co_freevars.index("fn")
     for f in gc.get_objects():
         if type(f) is types.FunctionType and f.__code__ is wrapper:
+            assert f.__closure__ is not None  # its code has free variables
             fn = f.__closure__[slot].cell_contents
             if getattr(fn, "__dynamo_disable", None) is None:
                 setattr(fn, "__dynamo_disable", fn)  # a literal name: Python would mangle it in a class
 
 
-def _warm_meta():
+def _warm_meta() -> None:
     """torch's first meta-device op imports what that device needs (its Python references, sympy:
     0.25 s). A fork server that many children share does it once; a child whose server did not
     leaves it to the first task that uses the device (it changes nothing the tamper watch sees)."""
@@ -77,7 +79,7 @@ def _warm_meta():
     torch.empty(2, device="meta") @ torch.empty(2, device="meta")
 
 
-def _warm_cuda():
+def _warm_cuda() -> None:
     """CUDA's first use (the driver, NVML through ctypes, cuBLAS, the attention kernels, the RNG)
     happens here, trusted, before ``confine.arm`` refuses ctypes and before the tamper snapshot: else
     the first probe on CUDA would be blamed for torch's own start. In the child, never in the fork
@@ -90,7 +92,8 @@ def _warm_cuda():
     future = torch.ones(8, 8, dtype=torch.bool, device="cuda").triu(1)
     weights = F.dropout(torch.softmax((x @ x.transpose(-1, -2)).masked_fill(future, -torch.inf), -1), 0.5)
     out = F.scaled_dot_product_attention(x, x, x, is_causal=True) + F.layer_norm(weights @ x, (8,))
-    F.linear(out, torch.ones(8, 8, device="cuda")).sum().backward()
+    # (torch leaves Tensor.backward unannotated)
+    F.linear(out, torch.ones(8, 8, device="cuda")).sum().backward()  # type: ignore[no-untyped-call]
     torch.cuda.synchronize()
     # Asked before the start, the device count is not kept, and asked again (torch.manual_seed before
     # every task asks it) it is read through NVML's library by ctypes: now it is kept.
@@ -98,7 +101,7 @@ def _warm_cuda():
     torch.manual_seed(0)
 
 
-def _surface_cuda_errors():
+def _surface_cuda_errors() -> None:
     """End the child here if this task's CUDA kernels failed. CUDA runs them asynchronously, so an
     index out of range (a device-side assertion, where the CPU raises IndexError) is reported at the
     next synchronisation, which would otherwise come in a later task (its reseed, say) and charge that
@@ -116,7 +119,7 @@ def _surface_cuda_errors():
         os._exit(1)
 
 
-def exact_float32():
+def exact_float32() -> None:
     """float32 products in full float32 on CUDA, as on the CPU: with TF32 (10-bit mantissas) a correct
     layer on an Ampere or Hopper GPU misses the oracles' tolerance (rtol 1e-4) by an order of magnitude.
     Set before every task, so that a submission that turns TF32 on costs only its own task."""
@@ -164,13 +167,13 @@ def main(job_path: str) -> None:
     lab = probes.Lab(job.submission)
     for module, message in job.broken.items():
         lab.mark_broken(module, message)
-    for module, why in job.left_out.items():
-        lab.mark_left_out(module, why)
+    for module, reason in job.left_out.items():
+        lab.mark_left_out(module, reason)
     watch = Watch()
     # torch.manual_seed also queues CUDA's seed for a later start, with the stack in words (0.5 ms
     # here, before each of 171 tasks): where no task runs on CUDA, the CPU's generator is all there is.
-    reseed = ((lambda: torch.manual_seed(0)) if "cuda" in job.devices
-              else (lambda: torch.default_generator.manual_seed(0)))
+    reseed: Callable[[], torch.Generator] = ((lambda: torch.manual_seed(0)) if "cuda" in job.devices
+                                             else (lambda: torch.default_generator.manual_seed(0)))
 
     for index, task in job.tasks:
         (out / protocol.CURRENT).write_text(str(index))
@@ -204,7 +207,7 @@ def main(job_path: str) -> None:
     os._exit(0)  # no atexit hook or finaliser of the submission's runs after the last result
 
 
-def _enclose(job, layers) -> dict:
+def _enclose(job: protocol.Job, layers: Mapping[str, object]) -> dict[str, object]:
     """Shut the child into its world (``world``): a root of its own, then Landlock. Returns what
     held, for the report: ``root`` and ``landlock`` (its ABI, 0 for none), each with why not."""
     found: dict[str, object] = {}
@@ -239,7 +242,7 @@ def _enclose(job, layers) -> dict:
     return found
 
 
-def _filter(job) -> dict:
+def _filter(job: protocol.Job) -> dict[str, object]:
     """The seccomp filter (``syscalls``), in both modes (namespaces or Landlock alone): ``seccomp``, with
     why not. It needs no_new_privileges, which the change of user has set as root."""
     try:
@@ -253,7 +256,8 @@ def _filter(job) -> dict:
         return {"seccomp": False, "seccomp_why": str(exc)}
 
 
-def _untrustworthy(subject, changed, refusals, hand):
+def _untrustworthy(subject: str, changed: list[str], refusals: list[str],
+                   hand: confine.HandWritten | None) -> tuple[str, str] | None:
     """(kind, message) when a task's result cannot be trusted, else None."""
     if changed:
         return ("Tampered", f"{subject} {describe_changes(changed)}, which the grader relies on, "

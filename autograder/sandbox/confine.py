@@ -27,6 +27,7 @@ import platform
 import resource
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -35,13 +36,19 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .linux import CLONE_NEWIPC, CLONE_NEWNET, libc, no_new_privileges, own_user_namespace
 from .world import own_mount_namespace, own_proc
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+    from types import TracebackType
+    from typing import Any, NoReturn
+
 # ---------------------------------------------------------------- 1. limits
 
 
-def limit(memory_bytes, file_bytes, cpu_seconds, extra_processes, address_space=True):
+def limit(memory_bytes: int, file_bytes: int, cpu_seconds: float, extra_processes: int,
+          address_space: bool = True) -> None:
     """Hard limits (soft == hard): the submission can lower them, never raise them."""
 
-    def hard(which, value):
+    def hard(which: int, value: int) -> None:
         resource.setrlimit(which, (value, value))
 
     hard(resource.RLIMIT_CORE, 0)
@@ -53,7 +60,7 @@ def limit(memory_bytes, file_bytes, cpu_seconds, extra_processes, address_space=
     hard(resource.RLIMIT_NPROC, _tasks_of(os.getuid()) + extra_processes)
 
 
-def _vm_size():
+def _vm_size() -> int:
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith("VmSize:"):
@@ -61,7 +68,7 @@ def _vm_size():
     return 0
 
 
-def _tasks_of(uid):
+def _tasks_of(uid: int) -> int:
     """Threads that belong to ``uid`` now (what RLIMIT_NPROC counts)."""
     count = 0
     for pid in os.listdir("/proc"):
@@ -77,7 +84,7 @@ def _tasks_of(uid):
 
 # ---------------------------------------------------------------- 2, 3. namespaces and user
 
-def namespaces() -> dict:
+def namespaces() -> dict[str, Any]:  # all bools; Any: child.main merges them into its mixed ``layers``
     """Move into network, mount and IPC namespaces of our own, where the kernel allows: ``{"network":
     bool, "mounts": bool, "ipc": bool, "pids": bool}``; the PID namespace is the fork server's to make
     (``server._pid_namespace``), and this says whether we are in one. Root can do it directly;
@@ -127,11 +134,11 @@ def can_own_root() -> bool:
     return os.waitpid(pid, 0)[1] == 0
 
 
-def unreachable(paths) -> list:
+def unreachable(paths: Iterable[str]) -> list[str]:
     """Those of ``paths`` that a user with no rights of its own cannot reach (a Python installed
     under /root, a venv in a private folder): without a root of its own, the grading user cannot
     import from them, and grading must stop rather than half-work."""
-    def blocked(path):
+    def blocked(path: Path) -> bool:
         return any(not os.stat(folder).st_mode & 0o001 for folder in [*reversed(path.parents), path])
 
     return [str(p) for p in map(Path, paths) if os.path.isdir(p) and blocked(p)]
@@ -147,13 +154,14 @@ def new_session_keyring() -> bool:
     refuses every keyring call. True when it joined one."""
     if SYS_KEYCTL is None:
         return False
-    return libc.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, None) > 0  # the new keyring's serial
+    return bool(libc.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, None) > 0)  # the new keyring's serial
 
 
-def drop_privileges(uid, gid):
+def drop_privileges(uid: int, gid: int | None) -> None:
     """Become ``uid``:``gid`` for good, with no supplementary groups and no way back."""
     no_new_privileges()
     os.setgroups([])
+    assert gid is not None  # a Job's gid is set whenever its uid is
     os.setgid(gid)
     os.setuid(uid)
     try:
@@ -188,7 +196,8 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 SINKS = ("/dev/null", "/dev/zero", "/dev/full")  # writing to these changes nothing: open(os.devnull, "w") is honest
 
 
-def arm(sandbox, secrets, grader_files, record):
+def arm(sandbox: str, secrets: Iterable[str], grader_files: Container[str | None],
+        record: Callable[[str], object]) -> None:
     """Install the audit hook. It cannot be removed, and nothing outside keeps a reference to it.
 
     ``sandbox``: the only folder the submission may write in. ``secrets``: folders it may not
@@ -197,19 +206,20 @@ def arm(sandbox, secrets, grader_files, record):
     """
     sandbox = os.path.realpath(sandbox)
     secrets = tuple(os.path.realpath(s) for s in secrets)
-    under = lambda path, roots: any(path == r or path.startswith(r + os.sep) for r in roots)  # noqa: E731
+    under: Callable[[str, Iterable[str]], bool] = (  # noqa: E731
+        lambda path, roots: any(path == r or path.startswith(r + os.sep) for r in roots))
 
-    def real(path):
+    def real(path: object) -> str | None:
         return os.path.realpath(os.fsdecode(path)) if isinstance(path, (str, bytes, os.PathLike)) else None
 
-    def refuse(what, quietly=False):
+    def refuse(what: str, quietly: bool = False) -> NoReturn:
         # Reads of the grader are refused quietly: torch's warnings and tracebacks look up source
         # lines of the probes too, and failing to find them is harmless.
         if not quietly:
             record(what)
         raise Refused(f"grading does not allow code to {what}")
 
-    def hook(event, args):
+    def hook(event: str, args: tuple[Any, ...]) -> None:
         what = FORBIDDEN.get(event)
         if what is not None:
             refuse(what)
@@ -247,13 +257,13 @@ def arm(sandbox, secrets, grader_files, record):
     # The process spawner that has no audit event of its own: out of reach by name.
     sys.modules.pop("_posixsubprocess", None)
     if "subprocess" in sys.modules:
-        sys.modules["subprocess"]._posixsubprocess = None
+        sys.modules["subprocess"]._posixsubprocess = None  # type: ignore[attr-defined]  # private: not in its stubs
 
 
 # ---------------------------------------------------------------- library attention
 
 # The Python functions of library attention, as a student knows them.
-LIBRARY_ATTENTION = {
+LIBRARY_ATTENTION: dict[Callable[..., Any], str] = {
     torch.nn.functional.scaled_dot_product_attention: "F.scaled_dot_product_attention",
     torch.nn.functional.multi_head_attention_forward: "nn.MultiheadAttention",
     torch._native_multi_head_attention: "nn.MultiheadAttention",
@@ -275,9 +285,9 @@ KERNEL_PARTS = {
 }
 
 
-def _kernels() -> dict:
+def _kernels() -> dict[str, str]:
     """aten op name (``_scaled_dot_product_flash_attention_for_cpu``) -> the function a student knows."""
-    found = {}
+    found: dict[str, str] = {}
     for qualified in torch._C._dispatch_get_all_op_names():
         namespace, _, name = qualified.partition("::")
         name = name.split(".")[0]
@@ -287,10 +297,10 @@ def _kernels() -> dict:
     return found
 
 
-def _bindings(kernels) -> dict:
+def _bindings(kernels: Mapping[str, str]) -> dict[Callable[..., Any], str]:
     """Their Python bindings (``torch._scaled_dot_product_flash_attention_for_cpu`` and the like),
     which reach the function mode as themselves -> what they are, and the name called."""
-    found: dict = {}
+    found: dict[Callable[..., Any], str] = {}
     for prefix, space in (("torch", torch), ("torch._C._nn", torch._C._nn)):
         for name, what in kernels.items():
             fn = getattr(space, name, None)
@@ -318,32 +328,34 @@ class HandWritten(TorchFunctionMode):
     the first is noticed on the way out, and the instructor's review of the source names both.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.used = None
+        self.used: str | None = None
         self._kernels = _Kernels(self)
 
-    def __enter__(self):
-        super().__enter__()
-        self._kernels.__enter__()
+    def __enter__(self) -> HandWritten:
+        super().__enter__()  # type: ignore[no-untyped-call]  # untyped in torch
+        self._kernels.__enter__()  # type: ignore[no-untyped-call]  # untyped in torch
         return self
 
-    def __exit__(self, exc_type, exc_value, traceback):
+    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         dispatch, function = torch._C._len_torch_dispatch_stack(), torch._C._len_torch_function_stack()
         if not (dispatch and torch._C._get_dispatch_stack_at(dispatch - 1) is self._kernels
                 and function and torch._C._get_function_stack_at(function - 1) is self):
             self.use(TOOK_OFF, refuse=False)  # a mode of its own left above ours is undone by Watch
         if dispatch:
-            self._kernels.__exit__(exc_type, exc_value, traceback)
+            self._kernels.__exit__(exc_type, exc_value, traceback)  # type: ignore[no-untyped-call]  # untyped in torch
         if function:
-            super().__exit__(exc_type, exc_value, traceback)
+            super().__exit__(exc_type, exc_value, traceback)  # type: ignore[no-untyped-call]  # untyped in torch
 
-    def use(self, name, refuse=True):
+    def use(self, name: str, refuse: bool = True) -> None:
         self.used = self.used or name
         if refuse:
             raise Refused(f"{name} is not allowed here: this stage asks you to write attention by hand")
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func: Callable[..., Any], types: Sequence[type], args: Sequence[object] = (),
+                           kwargs: Mapping[str, object] | None = None) -> Any:
         name = LIBRARY_ATTENTION.get(func)
         if name is None and isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
             op = getattr(func, "_qualified_op_name", None) or func._name  # torch.ops.aten.<op>[.<overload>]
@@ -354,15 +366,16 @@ class HandWritten(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-class _Kernels(TorchDispatchMode):
+class _Kernels(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped in torch
     """``HandWritten``'s dispatch mode: every aten op passes through here, so it does one set lookup
     and nothing else for the ops that are not attention."""
 
-    def __init__(self, hand):
-        super().__init__()
+    def __init__(self, hand: HandWritten) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # untyped in torch
         self.hand = hand
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(self, func: torch._ops.OpOverload[..., Any], types: Sequence[type],
+                           args: Sequence[object] = (), kwargs: Mapping[str, object] | None = None) -> Any:
         what = _QUALIFIED.get(func._name)
         if what is not None:
             self.hand.use(f"{what} ({func._name})")

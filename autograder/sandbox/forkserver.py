@@ -27,7 +27,9 @@ import sys
 import threading
 import time
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import GradingError
 from ..paths import KIT_ROOT
@@ -36,6 +38,7 @@ from .protocol import PROBES, START_TIMEOUT_S
 
 SLOTS = range(workspace.CHILD_UID, workspace.CHILD_UID + 32)  # 65500-65531: owned by nobody
 READ_SLICE_S = 0.01  # the longest one waiter holds the server's output while another may be waiting for a line
+_T = TypeVar("_T")
 
 
 class ForkServer:
@@ -44,7 +47,7 @@ class ForkServer:
     ``meta``: warm the meta device up in the server (0.25 s, once), for a server that many children
     share; without it, each child's first task on that device pays it, and a child with none does not."""
 
-    def __init__(self, meta=False, threads=None, beside=True):
+    def __init__(self, meta: bool = False, threads: int | None = None, beside: bool = True) -> None:
         self.meta, self.threads = meta, threads
         # May a grading run a task apart, in a child beside its others (``runner.room_beside``)? Not where
         # several gradings share the machine already (grade-all's workers): the cores are theirs.
@@ -53,11 +56,11 @@ class ForkServer:
         # then tries a mount namespace of its own for them (``server.serve``'s ``private``).
         self.private = not workspace.is_root()
         self.pids = "namespaces" in protocol.KERNEL_LAYERS  # the children's PID namespace is the server's to make
-        self.init = None  # the pid of the init of the children's PID namespace, where there is one
+        self.init: int | None = None  # the pid of the init of the children's PID namespace, where there is one
         self._ready = False  # it has said it is ready
         self.uid = self.gid = None
-        self._lock = None
-        self.proc = None
+        self._lock: int | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.mark = f"ATTENTION_LAB_RUN={tokens.token_hex(8)}"
         # Two children may run at once (``runner.run_tasks``'s ``apart``), each watched from a thread of its
         # own: one request and its answer at a time, one reader of the server's lines at a time, and a line
@@ -72,13 +75,13 @@ class ForkServer:
             self.gid = self.uid
             self.kill_stragglers(None)  # left by a grading that was killed while it held this slot
 
-    def __enter__(self):
+    def __enter__(self) -> ForkServer:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def base_env(self):
+    def base_env(self) -> dict[str, str]:
         """What every child's environment starts from (``Workspace`` adds its HOME and TMPDIR)."""
         passed = {k: v for k, v in os.environ.items()
                   if k.startswith(("CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_")) or k == "LD_LIBRARY_PATH"}
@@ -88,7 +91,7 @@ class ForkServer:
         return {"OPENBLAS_NUM_THREADS": "1", **passed, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "USER": "grader",
                 "LOGNAME": "grader", name: value}
 
-    def boot(self):
+    def boot(self) -> ForkServer:
         """Start the server's process and return at once: its imports (torch, the probes) then run
         beside the grading process's own. ``start`` waits for it to be ready."""
         if self.proc is not None and self.proc.poll() is None:
@@ -107,12 +110,12 @@ class ForkServer:
         self._ready = False
         return self
 
-    def start_now(self):
+    def start_now(self) -> None:
         """Start the server, if it has not started, and wait until it is ready (``concurrent`` is known then)."""
         with self._talking:
             self._ensure_running()
 
-    def _ensure_running(self):
+    def _ensure_running(self) -> None:
         self.boot()
         if self._ready:
             return
@@ -125,14 +128,15 @@ class ForkServer:
         self.init = int(answer[answer.index("init") + 1]) if "init" in answer else None
         self.concurrent = "concurrent" in answer
 
-    def _read(self, timeout):
+    def _read(self, timeout: float) -> str | None:
         """The server's next line, None on timeout, "" when it has gone."""
+        assert self.proc is not None and self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         if not ready:
             return None
         return self.proc.stdout.readline().decode(errors="replace").strip()
 
-    def _answer(self, mine, timeout):
+    def _answer(self, mine: Callable[[], _T | None], timeout: float | None) -> _T | None:
         """What ``mine()`` finds among the server's lines (None: not there yet), reading them as they
         come for at most ``timeout`` seconds (None on timeout); a line meant for another waiter is kept
         for it (``ended <code> <pid>``, ``started``, the end of the output)."""
@@ -150,7 +154,7 @@ class ForkServer:
                     continue
                 self._keep(line)
 
-    def _keep(self, line):
+    def _keep(self, line: str) -> None:
         """Keep a line of the server's for its waiter."""
         if line == "":
             self._gone = True
@@ -160,18 +164,20 @@ class ForkServer:
         elif line.startswith("started "):
             self._started.append(line)
 
-    def _said_started(self):
+    def _said_started(self) -> str | None:
         if self._started:
             return self._started.pop(0)
         return "" if self._gone else None
 
-    def _last_words(self):
+    def _last_words(self) -> str:
         self._stderr.seek(0)
         lines = self._stderr.read()[-2000:].decode(errors="replace").strip().splitlines()
+        assert self.proc is not None
         code = self.proc.poll()
         return (lines[-1] if lines else "no error output") + (f" (exit code {code})" if code is not None else "")
 
-    def start(self, job, stderr, cwd, env, tmpfs=None) -> "Child":
+    def start(self, job: os.PathLike[str] | str, stderr: os.PathLike[str] | str, cwd: os.PathLike[str] | str,
+              env: dict[str, str], tmpfs: tuple[int, int] | None = None) -> Child:
         """Fork a child that runs ``job`` in ``cwd`` (its output folder); ``tmpfs``: (bytes, files) to
         bound that folder by, where the server mounts it."""
         request = (json.dumps({"job": str(job), "stderr": str(stderr), "cwd": str(cwd), "env": env, "tmpfs": tmpfs})
@@ -179,13 +185,14 @@ class ForkServer:
         with self._talking:
             return self._start(request)
 
-    def _start(self, request) -> "Child":
+    def _start(self, request: bytes) -> Child:
         for again in (True, False):
             self._ensure_running()
+            assert self.proc is not None and self.proc.stdin is not None
             try:
                 self.proc.stdin.write(request)
             except BrokenPipeError:
-                answer = ""
+                answer: str | None = ""
             else:
                 answer = self._answer(self._said_started, START_TIMEOUT_S)
             # "": it has ended (it died since the last child, or its PID namespace did): start another, once
@@ -196,10 +203,11 @@ class ForkServer:
                 words = self._last_words()
                 self._end_process()
                 raise GradingError(f"the grader's fork server did not fork a child: {words}")
+            assert answer is not None
             return Child(self, int(answer.split()[1]), answer.endswith(" tmpfs"))
         raise AssertionError("unreachable: the second try returns or raises")
 
-    def kill_stragglers(self, pgid, everyone=True):
+    def kill_stragglers(self, pgid: int | None, everyone: bool = True) -> None:
         """Kill what a finished child left running: its process group, and (``everyone``) every process
         that escaped it (the slot's user id as root; the server's mark otherwise, the server spared)."""
         if pgid is not None:
@@ -208,23 +216,24 @@ class ForkServer:
             return
         spare = {self.proc.pid, self.init} if self.proc is not None else set()
 
-        def stragglers():
+        def stragglers() -> list[int]:
             found = linux.processes_of(self.uid) if self.uid is not None else linux.marked(self.mark)
             return [pid for pid in found if pid not in spare]
 
         linux.kill_until_gone(stragglers, rounds=100, pause=0.01)
 
-    def _end_process(self):
+    def _end_process(self) -> None:
         """Stop the server's process (if it runs) and close what the grader held of it."""
         with self._reading:  # no waiter is reading its output while it is closed
             self._stop()
         self._ended, self._started, self._gone = {}, [], False
 
-    def _stop(self):
+    def _stop(self) -> None:
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.kill()
             self.proc.wait()
+            assert self.proc.stdin is not None and self.proc.stdout is not None
             self.proc.stdin.close()
             self.proc.stdout.close()
             self._stderr.close()
@@ -237,7 +246,7 @@ class ForkServer:
             linux.reap_orphan(self.init, timeout_s=1.0)
             self.init = None
 
-    def close(self):
+    def close(self) -> None:
         self._end_process()
         if self._lock is not None:
             os.close(self._lock)  # frees the slot
@@ -247,25 +256,29 @@ class ForkServer:
 class Child:
     """A forked child, as the runner watches it (the part of ``subprocess.Popen`` it uses)."""
 
-    def __init__(self, server, pid, output_tmpfs=False):
+    returncode: int | None
+
+    def __init__(self, server: ForkServer, pid: int, output_tmpfs: bool = False) -> None:
         self.server, self.pid, self.returncode = server, pid, None
         self._of = server.proc  # the server process that forked it: if another has replaced it, it has ended
+        assert server.proc is not None
         # Its output folder is a tmpfs in the server's mount namespace: seen through the server's root.
         self.output_tmpfs, self._root = output_tmpfs, f"/proc/{server.proc.pid}/root"
 
-    def view(self, path) -> Path:
+    def view(self, path: os.PathLike[str] | str) -> Path:
         """Where the grader finds ``path`` as the child wrote it."""
         return Path(self._root + str(path)) if self.output_tmpfs else Path(path)
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
             code = self.server._answer(self._said_ended, timeout)
             if code is None:
+                assert timeout is not None  # without one, ``_answer`` waits until it is said
                 raise subprocess.TimeoutExpired("grading child", timeout)
             self.returncode = code
         return self.returncode
 
-    def _said_ended(self):
+    def _said_ended(self) -> int | None:
         server = self.server
         if self.pid in server._ended:
             return server._ended.pop(self.pid)
@@ -273,14 +286,14 @@ class Child:
         # cannot kill it: it may not send signals), and its children got SIGKILL with it.
         return -signal.SIGKILL if server._gone or server.proc is not self._of else None
 
-    def poll(self):
+    def poll(self) -> int | None:
         try:
             return self.wait(0)
         except subprocess.TimeoutExpired:
             return None
 
 
-def claim_slot():
+def claim_slot() -> tuple[int, int]:
     """(uid, lock fd): a grading user id no other grading on this machine holds now."""
     folder = Path(tempfile.gettempdir()) / "attention-lab-slots"
     try:

@@ -24,16 +24,23 @@ import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..errors import GradingError
 from ..paths import KIT_ROOT
-from ..public.feedback import problem
+from ..public.feedback import Record, problem
 from . import cgroups, linux, protocol, workspace, world
 from .forkserver import ForkServer
 from .protocol import START_TIMEOUT_S, Task
-from .workspace import Workspace, read_small
+from .workspace import Submission, Workspace, read_small
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+    from .forkserver import Child
 
 TASK_TIMEOUT_S = 10.0  # wall clock per task; the reference's slowest task takes well under 1 s
 CPU_PER_WALL = 2.0  # CPU seconds allowed per wall-clock second of a task (torch runs threads)
@@ -57,31 +64,34 @@ ALONE_WALL_FACTOR = 2.0
 BUSY_WALL_FACTOR = 6.0
 
 
+Isolation = dict[str, str | list[str]]  # ``_layers``: each resource (and user, limits) -> what held it, in words
+
+
 @dataclass
 class Run:
     """What came back: one observation per task, and what protected the run; ``struck``, the probe tasks
     charged with a crash or a hang, in the order they were (the strikes)."""
-    observations: dict
-    isolation: dict = field(default_factory=dict)
-    struck: list = field(default_factory=list)
+    observations: dict[Task, Any]  # what the probe returned, as plain data, or its error record
+    isolation: Isolation = field(default_factory=dict)
+    struck: list[Task] = field(default_factory=list)
 
 
 class _Stopped(Exception):
     """The other child of this grading failed (the grader's error): this one is stopped too."""
 
 
-def _strikes(struck, callable) -> int:
+def _strikes(struck: list[Task], callable: str) -> int:
     """Strikes against ``callable`` among the tasks ``struck``: one per probe of it that crashed or hung,
     however many devices it did so on."""
     return len({t.name for t in struck if t.callable == callable})
 
 
-def struck_out() -> dict:
+def struck_out() -> dict[str, Record]:
     return error("NotRun", f"not run: the code this check calls crashed or hung {STRIKES} times already, so the "
                  "grader stopped calling it")
 
 
-def error(kind, message):
+def error(kind: str, message: str) -> dict[str, Record]:
     return {"error": problem(kind, message)}
 
 
@@ -102,8 +112,10 @@ PICKLE_GLOBALS = frozenset(
     | {f"torch {name}" for name, value in vars(torch).items() if isinstance(value, torch.dtype)
        or isinstance(value, type) and name.endswith("Storage") and name[:1] != "_" and "Typed" not in name})
 
+_Where = tuple["_Where", int | str] | None  # where a value is in a result: None at its top, else (its parent's, key)
 
-def validate(obj, path="result"):
+
+def validate(obj: object, path: str = "result") -> Any:
     """A copy of ``obj`` as a tree (tuples made lists, no object in two places) if it is plain data,
     exact types only, no subclasses, within one result's budgets; else ValueError, naming the first
     value that broke a rule.
@@ -116,11 +128,13 @@ def validate(obj, path="result"):
     within its storage, and together (counted as often as they are held) they show at most
     ``TENSOR_MAX_BYTES``."""
     nodes, shown = 0, 0
-    top = [None]
-    todo = [(obj, top, 0, None)]  # (value, the copy it goes into, its key there, where: (parent's where, key))
+    top: list[Any] = [None]
+    # (value, the copy it goes into, its key there, where: (parent's where, key)); the copy is Any: a list
+    # keyed by index or a dict keyed by str, a pairing with its key that no type of the tuple can say
+    todo: list[tuple[Any, Any, int | str, _Where]] = [(obj, top, 0, None)]
 
-    def name(where):
-        keys = []
+    def name(where: _Where) -> str:
+        keys: list[str] = []
         while where is not None:
             where, key = where
             keys.append(f".{key}" if isinstance(key, str) else f"[{key}]")
@@ -161,7 +175,7 @@ def validate(obj, path="result"):
     return top[0]
 
 
-def load_result(data):
+def load_result(data: bytes | str) -> Any:
     """The observation in one result file (``data``: its bytes), or the task's error record where the
     grader refuses it; ``data`` may also be why the grader did not read the file (a str). Bounded in
     time and memory whatever the bytes are: see ``_stored_zip`` and ``validate``."""
@@ -205,8 +219,9 @@ def _stored_zip(data: bytes) -> bytes:
     return copy.getvalue()
 
 
-def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, server=None, required=False,
-              threads=None, apart=()) -> Run:
+def run_tasks(submission: Submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S,
+              server: ForkServer | None = None, required: bool = False, threads: int | None = None,
+              apart: Iterable[Task] = ()) -> Run:
     """Run ``tasks`` against ``submission`` (a ``submission.Submission``), in children forked by
     ``server`` (a ``ForkServer``; by default one started for this run alone, its children using
     ``threads`` torch threads). ``required``: stop with ``IsolationRequired`` rather than grade where
@@ -227,7 +242,7 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
         return _run_children(submission, tasks, timeout_s, server, required)
     stop = threading.Event()  # set by the child that fails (the grader's error): the other stops too
 
-    def lane(some):
+    def lane(some: list[Task]) -> Run:
         try:
             return _run_children(submission, some, timeout_s, server, required, stop=stop)
         except BaseException:
@@ -260,7 +275,7 @@ def run_tasks(submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, 
     return run
 
 
-def room_beside(server) -> str | None:
+def room_beside(server: ForkServer) -> str | None:
     """Why a task may not run in a child beside another one here, or None when it may: the server must
     serve one grading alone (``ForkServer.beside``), the machine needs a second core (else the two only
     take turns), the server must run two children at once (``ForkServer.concurrent``), and each child
@@ -287,7 +302,8 @@ def _available_memory() -> int:
         return 0
 
 
-def _run_children(submission, tasks: list[Task], timeout_s, server, required, stop=None) -> Run:
+def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, server: ForkServer, required: bool,
+                  stop: threading.Event | None = None) -> Run:
     """``run_tasks`` for one set of tasks, in children one after another. ``stop``: another set runs in
     children of the same server at the same time (the caller sweeps up after both); when it is set, the
     other has failed, and this one stops (``_Stopped``)."""
@@ -296,13 +312,13 @@ def _run_children(submission, tasks: list[Task], timeout_s, server, required, st
     linux.become_subreaper()
     ws = Workspace(submission, server.uid, server.gid)
     run = Run({})
-    results: dict[int, dict] = {}
+    results: dict[int, Any] = {}
     broken: dict[str, str] = {}
     pending = list(range(len(tasks)))
     alone, retried = None, set()  # a task held up by the machine, run again by itself
     try:
         while pending:
-            if beside and stop.is_set():
+            if beside and stop.is_set():  # type: ignore[union-attr]  # beside: stop is not None
                 raise _Stopped()
             left = deadline - time.monotonic()
             if left <= 0:
@@ -331,6 +347,7 @@ def _run_children(submission, tasks: list[Task], timeout_s, server, required, st
                 raise IsolationRequired(f"the course requires isolation enforced by the kernel, and a grading child's "
                                         f"{weak} got {layers['filesystem' if weak == 'files' else weak]}")
             if blamed is not None and blamed not in results:
+                assert why is not None  # _one_child blames a task with its error
                 task = tasks[blamed]
                 results[blamed] = why
                 # Strikes count the probes of one callable that crashed or hung, not the tasks: one probe
@@ -359,7 +376,9 @@ def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
     return len(tasks) * (timeout_s + 1) + starts * (START_TIMEOUT_S + timeout_s * ALONE_WALL_FACTOR)
 
 
-def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, left, stop=None):
+def _one_child(server: ForkServer, ws: Workspace, tasks: list[Task], pending: list[int], broken: dict[str, str],
+               out: Path, timeout_s: float, cpu_limit: float, left: float, stop: threading.Event | None = None
+               ) -> tuple[dict[int, Any], int | None, dict[str, Record] | None, protocol.IsolationReport, bool]:
     """Run ``pending`` tasks in one child, each within ``timeout_s`` of its own time (``_watch``) and
     ``cpu_limit`` CPU seconds, the whole child within ``left`` seconds. Returns (the results it wrote:
     index -> observation, the index blamed for an early end, its error, what the child reported of its
@@ -381,6 +400,7 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
     proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()), tmpfs=own_disk)
     seen = proc.view(out)  # where the grader reads what the child wrote in ``out``
     ahead = _Ahead(seen, pending)
+    layers: bytes | protocol.IsolationReport | None  # as the child wrote it, then with the grader's facts
     try:
         code, stopped, layers, starved = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group, ahead, stop)
     finally:
@@ -432,7 +452,7 @@ def _one_child(server, ws, tasks, pending, broken, out, timeout_s, cpu_limit, le
 DONE_GRACE_S = 5.0  # for a child that has written its last result to end
 
 
-def _job_group():
+def _job_group() -> tuple[cgroups.JobGroup, None] | tuple[None, str]:
     """(a ``JobGroup`` for the next child, None) or (None, why there is none)."""
     try:
         if "cgroup" not in protocol.KERNEL_LAYERS:
@@ -452,14 +472,17 @@ JOB_BASE_TASKS = 64  # threads a child holds when it is moved into its cgroup (t
 GROUP_MEMORY_LIMIT = MEMORY_LIMIT + 2**30
 
 
-def _with_grader_facts(reported: bytes, group, why, output_tmpfs) -> protocol.IsolationReport:
+def _with_grader_facts(reported: bytes, group: cgroups.JobGroup | None, why: str | None,
+                       output_tmpfs: bool) -> protocol.IsolationReport:
     """The child's report (``protocol.IsolationReport``), with what the grader made for it, which the
     child cannot say: its cgroup, and whether the fork server mounted its output folder as a tmpfs of its own."""
     return dataclasses.replace(protocol.IsolationReport.from_json(reported), cgroup=group is not None,
                                cgroup_why=why, output="tmpfs" if output_tmpfs else "the grader's disk")
 
 
-def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None, ahead=None, stop=None):
+def _watch(proc: Child, out: Path, timeout_s: float, pending: list[int], cpu_limit: float | None = None,
+           left: float | None = None, group: cgroups.JobGroup | None = None, ahead: _Ahead | None = None,
+           stop: threading.Event | None = None) -> tuple[int | None, str | None, bytes | None, bool]:
     """Wait for the child; stop it when a task breaks a limit, when it outlives the time of all its
     ``pending`` tasks together, or when it does not end after saying it is done. The task in progress
     is the child's word, in a folder the submission can write, so the word cannot turn the watch off:
@@ -479,6 +502,7 @@ def _watch(proc, out, timeout_s, pending, cpu_limit=None, left=None, group=None,
     started = time.monotonic()
     allowed = START_TIMEOUT_S + len(pending) * (timeout_s + 1)
     allowed = allowed if left is None else min(allowed, left)
+    clocks: dict[int | str | None, tuple[float, float, float]]
     current, clocks, layers = None, {}, None  # clocks: task (or DONE) -> (wall, CPU, run-queue wait) when first named
     while True:
         try:  # quicker until the child has stopped to report: no student code waits on the grader after that
@@ -530,10 +554,12 @@ class _Ahead:
     holds once the child has ended, read and bounded as before (``load``), and a file rewritten since
     is decoded again. Each file is read here once, in order, and for at most ``AHEAD_S`` per look."""
 
-    def __init__(self, out, pending):
+    decoded: dict[bytes, Any]  # a result's bytes -> what ``load_result`` made of them
+
+    def __init__(self, out: Path, pending: list[int]):
         self.out, self.pending, self.next, self.decoded = out, pending, 0, {}
 
-    def read(self, current):
+    def read(self, current: int | str | None) -> None:
         """Decode the results of the tasks before ``current``: a task's result is written before the next
         task is named (``protocol.DONE``: after the last)."""
         if current == protocol.DONE:
@@ -550,40 +576,40 @@ class _Ahead:
             if isinstance(data, bytes):
                 self.decoded[data] = load_result(data)
 
-    def load(self, data):
+    def load(self, data: bytes | str) -> Any:
         return self.decoded[data] if isinstance(data, bytes) and data in self.decoded else load_result(data)
 
 
-def _stood_aside(pid):
+def _stood_aside(pid: int) -> bool:
     """Whether process ``pid`` made itself wait: a higher nice value, another scheduling policy or fewer
     CPUs than the grader's (it was forked with the grader's own)."""
-    fields = linux.proc_stat(pid)
+    fields = linux.proc_stat(pid)  # None where it cannot be read: indexing it raises the TypeError caught below
     try:
-        nice, policy = int(fields[16]), int(fields[38])  # /proc/<pid>/stat's 19th and 41st fields
+        nice, policy = int(fields[16]), int(fields[38])  # type: ignore[index]  # /proc/<pid>/stat's 19th, 41st fields
         return (nice > os.getpriority(os.PRIO_PROCESS, 0) or policy != os.sched_getscheduler(0)
                 or os.sched_getaffinity(pid) < os.sched_getaffinity(0))
     except (TypeError, IndexError, ValueError, OSError):
         return True  # it cannot be told: the machine gets no benefit of the doubt here
 
 
-def _stopped(pid):
+def _stopped(pid: int) -> bool:
     fields = linux.proc_stat(pid)
-    return bool(fields) and fields[0] == b"T"
+    return bool(fields) and fields[0] == b"T"  # type: ignore[index]  # bool(fields): not None
 
 
 _TICKS, _PAGE = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
 
 
-def _usage(pid):
+def _usage(pid: int) -> tuple[float, int]:
     """(CPU seconds, resident bytes) of process ``pid``; zeros when it cannot be read."""
-    fields = linux.proc_stat(pid)
+    fields = linux.proc_stat(pid)  # None where it cannot be read: indexing it raises the TypeError caught below
     try:
-        return (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * _PAGE
+        return (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * _PAGE  # type: ignore[index]
     except (TypeError, IndexError, ValueError):
         return 0.0, 0
 
 
-def _waited(pid):
+def _waited(pid: int) -> float:
     """Seconds the main thread of process ``pid`` (the one that runs the tasks) has spent runnable but
     waiting for a CPU: the second field of its schedstat; 0 where the kernel does not keep it. Only
     that thread's: the waits of several threads overlap, and the task's time is the main thread's."""
@@ -594,12 +620,14 @@ def _waited(pid):
         return 0.0
 
 
-def _read_current(out):
+def _read_current(out: Path) -> int | str | None:
+    """The task the child last named, DONE, or None. The submission can write this file: only ASCII
+    digits are an index (``"²".isdigit()`` is true, and ``int("²")`` raises)."""
     text = (read_small(out / protocol.CURRENT, limit=32) or b"").decode(errors="replace")
-    return protocol.DONE if text == protocol.DONE else int(text) if text.isdigit() else None
+    return protocol.DONE if text == protocol.DONE else int(text) if text.isascii() and text.isdigit() else None
 
 
-def _layers(reported: protocol.IsolationReport, ws, timeout_s):
+def _layers(reported: protocol.IsolationReport, ws: Workspace, timeout_s: float) -> Isolation:
     """What protected this run, for the report: for each resource (files, network, processes,
     memory, disk, IPC) what held it and whether that was the kernel. ``files`` is ``KERNEL`` when
     the kernel enforces the child's allow-list (Landlock, or a root of its own with no privileges
@@ -630,7 +658,7 @@ def _layers(reported: protocol.IsolationReport, ws, timeout_s):
     }
 
 
-def _resources(reported: protocol.IsolationReport, ws, abi) -> dict:
+def _resources(reported: protocol.IsolationReport, ws: Workspace, abi: int) -> dict[str, tuple[str, bool]]:
     """resource -> (what held it, in words; whether a kernel layer held all of it). The child reports
     its own layers before any student code runs; the cgroup and the workspace's disk are the grader's."""
     seccomp = reported.seccomp
@@ -691,7 +719,7 @@ KERNEL, PYTHON = "kernel", "python"
 RESOURCES = ("files", "network", "processes", "memory", "disk", "ipc")
 
 
-def isolation_line(isolation: dict) -> str:
+def isolation_line(isolation: Isolation) -> str:
     """The one line a grading prints on stderr: each resource with what held it."""
     if not isolation:
         return "isolation: not known (nothing was run)"
@@ -719,7 +747,7 @@ def kernel_isolation() -> str | None:
             + ("" if workspace.is_root() else ", and as an ordinary user only Landlock can do it"))
 
 
-def require_isolation():
+def require_isolation() -> None:
     """Stop, before anything is graded, where the course requires kernel isolation and it is not here."""
     why = kernel_isolation()
     if why:
@@ -727,7 +755,7 @@ def require_isolation():
                                 f"require_isolation = true), and {why}")
 
 
-SIGNALS = {
+SIGNALS: dict[int, str] = {
     signal.SIGXFSZ: f"wrote a file (or error output) larger than {FILE_LIMIT // 2**20} MiB",
     signal.SIGXCPU: "used up its CPU time",
     signal.SIGKILL: "was killed (SIGKILL), often for running out of memory",
@@ -735,20 +763,20 @@ SIGNALS = {
 }
 
 
-def _died(code, ws, out):
+def _died(code: int | None, ws: Workspace, out: Path) -> str:
     how = (SIGNALS.get(-code, f"was killed by signal {-code}") if code is not None and code < 0
            else f"exited (code {code})")
     words = _last_words(ws, out)
     return how + (f"; its last message: {words}" if words else "")
 
 
-def _last_words(ws, out):
+def _last_words(ws: Workspace, out: Path) -> str:
     tail = (read_small(ws.control / f"{out.name}.stderr", limit=FILE_LIMIT + 1) or b"")[-300:]
     lines = tail.decode(errors="replace").strip().splitlines()
     return lines[-1] if lines else ""
 
 
-def _blame(tasks, index, how, timeout):
+def _blame(tasks: list[Task], index: int, how: str, timeout: bool) -> dict[str, Record]:
     """The error for the task in progress when the child was stopped (timeout) or died."""
     task = tasks[index]
     if task.kind == "import":
@@ -766,7 +794,7 @@ def _blame(tasks, index, how, timeout):
 KILLED_WITHIN_S = 30  # a child killed that has not ended by then never will: the grading stops, not hangs
 
 
-def _kill(proc) -> bool:
+def _kill(proc: Child) -> bool:
     """Kill the child's process group; whether the child has ended (within ``KILLED_WITHIN_S``)."""
     if proc.poll() is None:
         try:

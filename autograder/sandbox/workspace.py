@@ -31,8 +31,10 @@ import stat
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Protocol
 
 from ..common.limits import MAX_SUBMISSION_BYTES, MAX_SUBMISSION_FILES
 from ..paths import KIT_PACKAGE, KIT_ROOT
@@ -56,11 +58,11 @@ OUTPUT_INODES = 4096  # a result per task (a whole plan has fewer than 200) and 
 STALE_S = 600  # a tmpfs workspace with no lock file, this old, is a grading's that was killed as it began
 
 
-def is_root():
+def is_root() -> bool:
     return os.geteuid() == 0
 
 
-def secrets():
+def secrets() -> list[Path]:
     """What graded code must not read: the kit's package (checks, golden data) and the reference."""
     found = [KIT_PACKAGE]
     if (KIT_ROOT / "solutions").is_dir():
@@ -76,7 +78,7 @@ def children_own_root() -> bool:
     return can_own_root()
 
 
-def lock_secrets():
+def lock_secrets() -> None:
     """As root, where no child can have a root of its own, make the secrets unreadable to
     ``CHILD_UID`` on disk if they are not already (0700): the fallback, said once per folder."""
     for path in secrets():
@@ -86,7 +88,7 @@ def lock_secrets():
                   "gives the grader no mount namespace to hide it in)", file=sys.stderr)
 
 
-def _others_can_reach(path):
+def _others_can_reach(path: Path) -> bool:
     """Can a user who owns nothing and has no groups list or enter ``path``?"""
     for parent in reversed(path.parents):
         if not os.stat(parent).st_mode & stat.S_IXOTH:
@@ -94,12 +96,21 @@ def _others_can_reach(path):
     return bool(os.stat(path).st_mode & (stat.S_IROTH | stat.S_IXOTH))
 
 
+class Submission(Protocol):
+    """What the sandbox takes of intake's ``Submission`` (it imports nothing of intake): the workspace
+    and the runner."""
+
+    files: dict[str, bytes]
+    left_out: dict[str, str]
+    replaced: dict[str, str]
+
+
 class Workspace:
     """``disk``: ``TMPFS`` (the workspace, its home and each child's output folder are tmpfs mounts of
     their own, bounded as ``disk_limits`` says) or ``FOLDER`` (a folder on the grader's disk, bounded per
     file only: ``disk_why`` says why)."""
 
-    def __init__(self, submission, uid=None, gid=None):
+    def __init__(self, submission: Submission, uid: int | None = None, gid: int | None = None) -> None:
         """``uid``, ``gid``: the unprivileged user the child becomes (None: it stays who we are)."""
         self.uid, self.gid = uid, gid
         self.own_root = "namespaces" in protocol.KERNEL_LAYERS and children_own_root()
@@ -113,7 +124,7 @@ class Workspace:
                             f"{OUTPUT_BYTES // 2**20} MiB and {OUTPUT_INODES} files") if self.disk == TMPFS else None
         self.control = self.root / "control"  # job files and stderr: the child cannot touch them
         self.submission = self.root / "submission"
-        self._lock = None
+        self._lock: int | None = None
         try:
             self.control.mkdir()
             if self.disk == TMPFS:  # held while this grading lives: see reclaim_stale
@@ -134,7 +145,7 @@ class Workspace:
             os.chmod(self.root, 0o711)  # the child may pass through, not list
             os.chmod(self.control, 0o700)
 
-    def _own_disk(self):
+    def _own_disk(self) -> tuple[str, str | None]:
         """(TMPFS, None) once a tmpfs is mounted on the fresh folder, else (FOLDER, why not)."""
         if not is_root():
             return FOLDER, "only root may mount a tmpfs for the workspace"
@@ -145,7 +156,7 @@ class Workspace:
             return FOLDER, str(exc)
         return TMPFS, None
 
-    def child_dir(self):
+    def child_dir(self) -> Path:
         """A fresh output folder for the next child. The last child's is released first, with its error
         output: the grader has read them by now, and what one child wrote must not take the space of the
         next, or of the grader's own files."""
@@ -159,7 +170,7 @@ class Workspace:
         self.children += 1
         return self._child_owned(self.root / f"child{self.children}", OUTPUT_BYTES, OUTPUT_INODES)
 
-    def _child_owned(self, path, size, inodes):
+    def _child_owned(self, path: Path, size: int, inodes: int) -> Path:
         """A folder only the child may use: a tmpfs of ``size`` bytes and ``inodes`` files where the
         workspace is one (owned by the child's user from the start), else a folder it owns."""
         path.mkdir(mode=0o700)
@@ -170,14 +181,15 @@ class Workspace:
             except world.NoRoot:  # the workspace's own tmpfs bounds it then
                 pass
         if self.uid is not None:
+            assert self.gid is not None  # given with uid by every caller
             os.chown(path, self.uid, self.gid)
         return path
 
-    def env(self, base):
+    def env(self, base: Mapping[str, str]) -> dict[str, str]:
         """The child's environment: ``base`` (the fork server's) with a home in the workspace."""
         return {**base, "HOME": str(self.home), "TMPDIR": str(self.home)}
 
-    def remove(self):
+    def remove(self) -> None:
         """Remove the workspace, whatever the child left in it; never raises. What could not be removed
         is said on stderr, in one line (grading goes on: it is the grader's mess, not the student's)."""
         self._drop(self.root)
@@ -185,7 +197,7 @@ class Workspace:
             os.close(self._lock)
             self._lock = None
 
-    def _drop(self, path):
+    def _drop(self, path: Path) -> None:
         """Remove ``path``, the workspace or a folder in it: a tmpfs is detached (with every mount in it)
         and its empty folder removed; a folder on disk is emptied by ``remove_tree``."""
         unmounted = ""
@@ -196,7 +208,7 @@ class Workspace:
             print(f"attention-lab: {left}{unmounted}", file=sys.stderr)
 
 
-def reclaim_stale():
+def reclaim_stale() -> None:
     """Unmount and remove the tmpfs workspaces of gradings that were killed (``kill -9`` cannot clean
     up, and a tmpfs holds its memory until unmounted): those whose lock (``control/lock``, held while
     their grading lives) can be taken, or that have none and are ``STALE_S`` old. Never raises."""
@@ -207,7 +219,7 @@ def reclaim_stale():
     except OSError:
         return
     for point in points:
-        lock = None
+        lock: int | None = None
         try:
             try:
                 lock = os.open(os.path.join(point, "control", "lock"), os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -225,7 +237,7 @@ def reclaim_stale():
                 os.close(lock)
 
 
-def _write_package(files: dict, replaced: dict, package: Path):
+def _write_package(files: dict[str, bytes], replaced: dict[str, str], package: Path) -> None:
     """Write the package as intake read it (``files``: relative path -> bytes, read from regular
     files only, never through a link), then the code taken from notebooks over its modules. Nothing
     of the student's is opened here: the bytes were read once, so what is graded is what was checked.
@@ -240,7 +252,7 @@ def _write_package(files: dict, replaced: dict, package: Path):
         folder.chmod(0o755)
 
 
-def read_small(path, limit=RESULT_MAX_BYTES):
+def read_small(path: str | os.PathLike[str], limit: int = RESULT_MAX_BYTES) -> bytes | None:
     """Bytes of a file the child wrote, or None: never follows a link, never blocks on a FIFO,
     never reads more than ``limit`` (``regular_files.read_regular``, as intake reads a student's files)."""
     try:
@@ -249,7 +261,7 @@ def read_small(path, limit=RESULT_MAX_BYTES):
         return None
 
 
-def read_result(path, limit):
+def read_result(path: str | os.PathLike[str], limit: int) -> bytes | str | None:
     """A result file the child wrote: its bytes (as ``read_small``), None where there is no regular file
     of that name, or why it was not read (a str) where it is one larger than ``limit``: the result of
     a task that ran, which the grader refuses, rather than a task that never ended."""
@@ -262,9 +274,16 @@ def read_result(path, limit):
 
 
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_Level = list[Any]  # one of ``_remove_in``'s levels: [its name, its identity, folders in it left to visit]
 
 
-def remove_tree(top) -> str | None:
+class _Remover(Protocol):
+    """``os.unlink`` or ``os.rmdir``."""
+
+    def __call__(self, path: str, /, *, dir_fd: int) -> None: ...
+
+
+def remove_tree(top: str | os.PathLike[str]) -> str | None:
     """Remove ``top`` and everything in it, whatever a child left there; never raises. Returns None, or
     one sentence saying what could not be removed.
 
@@ -289,7 +308,7 @@ def remove_tree(top) -> str | None:
     return left.sentence()
 
 
-def _remove_in(base, name, left):
+def _remove_in(base: int, name: str, left: _Left) -> None:
     try:
         info = os.stat(name, dir_fd=base, follow_symlinks=False)
     except FileNotFoundError:
@@ -304,7 +323,7 @@ def _remove_in(base, name, left):
     if fd is None:
         return
     # One entry per folder from ``name`` down to the open one: [its name, its identity, folders in it left to visit].
-    levels = [[name, (info.st_dev, info.st_ino), None]]
+    levels: list[_Level] = [[name, (info.st_dev, info.st_ino), None]]
     try:
         levels[-1][2] = _empty(fd, info.st_dev, levels, left)
         while levels:
@@ -332,7 +351,7 @@ def _remove_in(base, name, left):
         os.close(fd)
 
 
-def _enter(fd, name, info, levels, left):
+def _enter(fd: int, name: str, info: os.stat_result, levels: list[_Level], left: _Left) -> int | None:
     """A descriptor of folder ``name`` in ``fd``, made 0700 first if the child closed it; None if it cannot be."""
     if info.st_mode & 0o700 != 0o700:
         try:
@@ -352,7 +371,7 @@ def _enter(fd, name, info, levels, left):
     return inner
 
 
-def _empty(fd, dev, levels, left):
+def _empty(fd: int, dev: int, levels: list[_Level], left: _Left) -> list[tuple[str, os.stat_result]]:
     """Remove everything in folder ``fd`` that is not a folder; returns its folders (name, stat) on ``dev``."""
     try:
         with os.scandir(fd) as entries:
@@ -360,7 +379,7 @@ def _empty(fd, dev, levels, left):
     except OSError as exc:
         left.add(levels, None, exc.strerror)
         return []
-    folders = []
+    folders: list[tuple[str, os.stat_result]] = []
     for name, info in found:
         if not stat.S_ISDIR(info.st_mode):
             _remove(os.unlink, fd, name, levels, left)
@@ -371,7 +390,7 @@ def _empty(fd, dev, levels, left):
     return folders
 
 
-def _remove(remove, fd, name, levels, left):
+def _remove(remove: _Remover, fd: int, name: str, levels: list[_Level], left: _Left) -> None:
     """``remove`` (``os.unlink`` or ``os.rmdir``) ``name`` in folder ``fd``; what fails is noted in ``left``."""
     try:
         remove(name, dir_fd=fd)
@@ -384,25 +403,28 @@ def _remove(remove, fd, name, levels, left):
 class _Left:
     """What ``remove_tree`` could not remove: how many, and the first, for one line."""
 
-    def __init__(self, top):
+    first: tuple[str, str | None] | None  # (its path, why)
+
+    def __init__(self, top: str) -> None:
         self.top, self.count, self.first = top, 0, None
 
-    def add(self, levels, name, why):
+    def add(self, levels: list[_Level], name: str | None, why: str | None) -> None:
         self.count += 1
         if self.first is None:  # the path is built once: a tree may be thousands of folders deep
             names = [level[0] for level in levels] + ([name] if name is not None else [])
             path = os.path.join(os.path.dirname(self.top), *names) if names else self.top
             self.first = (path if len(path) <= 160 else f"{path[:80]}...{path[-60:]}", why)
 
-    def sentence(self):
+    def sentence(self) -> str | None:
         if not self.count:
             return None
+        assert self.first is not None  # set by the first add
         path, why = self.first
         more = f" and {self.count - 1} more" if self.count > 1 else ""
         return f"could not remove {ascii(path)} ({why}){more}, left by the grading in {ascii(self.top)}"
 
 
-def site_paths():
+def site_paths() -> list[str]:
     """The interpreter's import path less the kit and the working folder: what the child may use."""
     roots = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
     user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
@@ -414,7 +436,7 @@ BINDINGS = ("landlockpy", "pyseccomp")  # the Python bindings of two kernel laye
 
 
 @lru_cache(maxsize=None)
-def bindings_out_of_reach(names=BINDINGS) -> dict:
+def bindings_out_of_reach(names: tuple[str, ...] = BINDINGS) -> dict[str, str]:
     """Those of ``names`` that this process finds outside the folders graded code gets (``site_paths``):
     name -> where it is. The child then runs without that layer, and only its isolation line says so:
     bindings installed on PYTHONPATH or with pip's --target (seen on a GPU machine)."""

@@ -26,8 +26,10 @@ import glob
 import os
 import re
 import platform
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from .linux import CLONE_NEWNS, libc
 
@@ -58,7 +60,9 @@ class World:
     views_written: list[str] = field(default_factory=list)
 
     @classmethod
-    def of_child(cls, import_path, submission, home, out, hidden, cuda=False) -> "World":
+    def of_child(cls, import_path: Iterable[str], submission: str | os.PathLike[str], home: str | os.PathLike[str],
+                 out: str | os.PathLike[str], hidden: Iterable[str] | Iterable[os.PathLike[str]],
+                 cuda: bool = False) -> "World":
         """The world of a child that imports from ``import_path`` (the kit's checkout taken off it),
         grades ``submission`` (read-only), writes ``home`` and ``out``, and may not see anything under
         ``hidden`` (the kit, the reference), even where it lies inside the runtime (a kit installed
@@ -83,7 +87,7 @@ class World:
         return cls(read, os.path.realpath(submission), [home, out], devices, aliases, home, written)
 
 
-def around(paths, hidden) -> list[str]:
+def around(paths: Iterable[str], hidden: Sequence[str]) -> list[str]:
     """``paths`` less whatever lies under ``hidden``: a path that holds a hidden one is replaced by
     its other entries, and so on down (a loop, not recursion)."""
     found, todo = [], list(paths)
@@ -98,26 +102,26 @@ def around(paths, hidden) -> list[str]:
     return found
 
 
-def _within(path, root):
+def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _within_any(path, roots):
+def _within_any(path: str, roots: Iterable[str]) -> bool:
     return any(_within(path, r) for r in roots)
 
 
-def _outermost(paths):
+def _outermost(paths: Iterable[str]) -> list[str]:
     """Each path once, and none that lies inside another."""
-    kept = []
+    kept: list[str] = []
     for path in sorted(set(paths), key=len):
         if not _within_any(path, kept):
             kept.append(path)
     return kept
 
 
-def _mapped_files():
+def _mapped_files() -> list[str]:
     """Regular files this process has mapped (its shared libraries), from /proc/self/maps."""
-    found = set()
+    found: set[str] = set()
     try:
         with open("/proc/self/maps") as f:
             for line in f:
@@ -150,7 +154,7 @@ class NoRoot(Exception):
 def own_mount_namespace() -> bool:
     """Move into a mount namespace of our own whose mounts propagate nowhere (root, or the holder of
     a user namespace of its own): True when it did."""
-    return libc.unshare(CLONE_NEWNS) == 0 and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
+    return bool(libc.unshare(CLONE_NEWNS) == 0 and libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0)
 
 
 def own_proc() -> bool:
@@ -160,10 +164,10 @@ def own_proc() -> bool:
     thread id> is missing or another's; CUDA's driver names its threads through that path at its
     start and fails without it ("OS call failed", error 304). The fresh /proc shows the namespace
     alone: the child (and its init, pid 1), never the grader or another child."""
-    return libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0
+    return bool(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0)
 
 
-def own_root(world: World, stash, uid=None, gid=None) -> None:
+def own_root(world: World, stash: str | os.PathLike[str], uid: int | None = None, gid: int | None = None) -> None:
     """Make the calling process's root an empty tmpfs that holds ``world`` and nothing else, in a
     mount namespace it already has of its own (``confine.namespaces``). Raises ``NoRoot``.
 
@@ -178,7 +182,7 @@ def own_root(world: World, stash, uid=None, gid=None) -> None:
     new.mkdir(parents=True, exist_ok=True)
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
     read_only, no_code = MS_RDONLY, MS_NOEXEC | MS_NOSUID | MS_NODEV
-    viewed = lambda source: no_code if source in world.views_written else read_only  # noqa: E731
+    viewed: Callable[[str], int] = lambda source: no_code if source in world.views_written else read_only  # noqa: E731
     binds = [(p, p, viewed(p)) for p in world.read]
     binds += [(target, name, viewed(target)) for name, target in world.aliases.items()]
     binds += [(world.code, world.code, read_only | no_code)] + [(p, p, no_code) for p in world.write if p != world.home]
@@ -212,7 +216,7 @@ def own_root(world: World, stash, uid=None, gid=None) -> None:
     os.chdir("/")
 
 
-def _mounts_below(tops):
+def _mounts_below(tops: Iterable[str] | Iterable[os.PathLike[str]]) -> list[str]:
     """Mount points strictly below any of ``tops``, from /proc/self/mountinfo (its fifth field; spaces
     and the like come escaped as octal)."""
     tops = [str(t) for t in tops]
@@ -221,7 +225,7 @@ def _mounts_below(tops):
     return [p for p in points if any(p.startswith(t.rstrip("/") + "/") for t in tops)]
 
 
-def _locked_flags(source):
+def _locked_flags(source: str | os.PathLike[str]) -> int:
     """The flags of the mount ``source`` lies on that a remount must keep (in a user namespace they
     are locked: leaving one out fails)."""
     flags = os.statvfs(source).f_flag
@@ -238,8 +242,9 @@ def tmpfs(target: str | os.PathLike[str], size: int, inodes: int, mode: int, uid
     _mount("tmpfs", target, "tmpfs", flags, f"size={size},nr_inodes={inodes},mode={mode:04o}{owner}")
 
 
-def _mount(source, target, fstype, flags, data=None):
-    encode = lambda v: None if v is None else os.fsencode(str(v))  # noqa: E731
+def _mount(source: str | os.PathLike[str] | None, target: str | os.PathLike[str], fstype: str | None, flags: int,
+           data: str | None = None) -> None:
+    encode: Callable[[object], bytes | None] = lambda v: None if v is None else os.fsencode(str(v))  # noqa: E731
     if libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)) != 0:
         raise NoRoot(f"mounting {source or 'again'} on {target} failed ({os.strerror(ctypes.get_errno())})")
 
@@ -247,7 +252,13 @@ def _mount(source, target, fstype, flags, data=None):
 # ---------------------------------------------------------------- layer 2: Landlock
 
 
-def _bindings():
+class _Bindings(Protocol):
+    """What is asked of the landlockpy module itself."""
+
+    def abi_version(self) -> int: ...
+
+
+def _bindings() -> _Bindings | None:
     try:
         import landlockpy
     except ImportError:
