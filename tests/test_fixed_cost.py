@@ -35,7 +35,7 @@ for task in plan(all_checks(), {{"cpu", "meta"}}):
     hand = None if table[task.name].library_attention else confine.HandWritten()
     torch.default_generator.manual_seed(0)
     with torch.enable_grad(), hand or contextlib.nullcontext():
-        result = probes.attempt(table[task.name].fn, lab, task.device)
+        result = lab.attempt(table[task.name].fn, lab, task.device)
     assert not (isinstance(result, dict) and "error" in result), (task, result)
     assert watch.changes() == [], (task, watch.changes())
     assert "torch._dynamo" not in sys.modules, f"{{task.name}}@{{task.device}} imported torch._dynamo"

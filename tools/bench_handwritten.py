@@ -67,7 +67,7 @@ def one_pass(lab, stage_tasks, guard):
         torch.set_default_dtype(torch.float32)
         hand = guard()
         with torch.enable_grad(), hand:
-            result = probes.attempt(table[task.name].fn, lab, task.device)
+            result = lab.attempt(table[task.name].fn, lab, task.device)
         if isinstance(hand, HandWritten) and hand.used:
             raise SystemExit(f"the reference's {task.name} was refused: it uses {hand.used}")
         if isinstance(result, dict) and "error" in result:

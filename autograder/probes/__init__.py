@@ -13,7 +13,7 @@ import pkgutil
 import re
 from functools import lru_cache
 
-from .common import Lab, attempt  # noqa: F401  (what a child uses, with load)
+from .common import Lab  # noqa: F401  (what a child uses, with load)
 
 
 def _stage_modules():

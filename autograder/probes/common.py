@@ -16,9 +16,6 @@ from ..public.book import BATCH, INPUTS  # noqa: F401  (the chapter's inputs: pu
 from ..public.feedback import error_record, is_error_record, problem
 from ..public.pictures import attention_of
 
-SUBMISSION_ROOT = Path(".")  # set by Lab: where the student's files are, to locate errors in them
-
-
 @dataclass(frozen=True)
 class Probe:
     name: str
@@ -66,8 +63,7 @@ class Lab:
     """
 
     def __init__(self, root: Path):
-        global SUBMISSION_ROOT
-        self.root = SUBMISSION_ROOT = Path(root).resolve()
+        self.root = Path(root).resolve()  # where the student's files are: error records name lines in them
         self._failed: dict = {}
 
     def __getattr__(self, name):
@@ -89,6 +85,21 @@ class Lab:
             self._failed[name] = record
             raise StudentImportError(record) from None
 
+    def attempt(self, fn, *args, **kwargs):
+        """Run one measurement; an exception becomes an error record instead of ending the probe.
+
+        BaseException too: ``sys.exit``, ``pytest.skip`` or ``pytest.exit`` raised by the student's
+        code fail the measurement; they can neither end the child nor skip a check.
+        """
+        try:
+            return fn(*args, **kwargs)
+        except StudentImportError as exc:
+            return {"error": exc.record}
+        except ProbeError as exc:
+            return {"error": problem("ProbeError", str(exc))}
+        except BaseException as exc:
+            return {"error": error_record(exc, self.root / "attention_lab")}
+
     def mark_broken(self, name, message):
         self._failed[name] = problem("Crash", message, importing=f"attention_lab/{name}.py")
 
@@ -96,22 +107,6 @@ class Lab:
         """The module's file was handed in as something intake does not read (a link, a FIFO): ``why``."""
         self._failed[name] = problem("NotHandedIn", f"{name}.py was not handed in: {why}",
                                      importing=f"attention_lab/{name}.py", why=why)
-
-
-def attempt(fn, *args, **kwargs):
-    """Run one measurement; an exception becomes an error record instead of ending the probe.
-
-    BaseException too: ``sys.exit``, ``pytest.skip`` or ``pytest.exit`` raised by the student's
-    code fail the measurement; they can neither end the child nor skip a check.
-    """
-    try:
-        return fn(*args, **kwargs)
-    except StudentImportError as exc:
-        return {"error": exc.record}
-    except ProbeError as exc:
-        return {"error": problem("ProbeError", str(exc))}
-    except BaseException as exc:
-        return {"error": error_record(exc, SUBMISSION_ROOT / "attention_lab")}
 
 
 def plain(t, what="the result"):
@@ -254,11 +249,11 @@ def shape_report(build, cfg, device, dtype=torch.float32):
     return summary
 
 
-def shape_reports(build, configs, device):
+def shape_reports(lab, build, configs, device):
     reports = []
     for cfg in configs:
         for dtype in (torch.float32, torch.float64) if cfg.get("dtypes") else (torch.float32,):
-            r = attempt(shape_report, build, cfg, device, dtype)
+            r = lab.attempt(shape_report, build, cfg, device, dtype)
             reports.append({"config": cfg["name"], "dtype_in": str(dtype).replace("torch.", ""),
                             "device_in": torch.device(device).type, "result": r})
     return reports
@@ -404,14 +399,14 @@ def left_behind(module, device):
     return sorted(found)
 
 
-def device_report(build, weights, device, d_in, spare_biases=False):
+def device_report(lab, build, weights, device, d_in, spare_biases=False):
     """Move a module to ``device``: where do its tensors go, and what does forward meet there?
     (``weights`` loaded by ``load_by_name``, with ``spare_biases``.)"""
     module = load_by_name(build(), weights, spare_biases)
     x = randn(2, 5, d_in, seed=31)
     module.eval()
     # Its own numbers on the CPU, to compare with the device's; code that fails here is the numeric checks' to judge.
-    reference = attempt(lambda: plain(module(x.clone()))) if device != "meta" else None
+    reference = lab.attempt(lambda: plain(module(x.clone()))) if device != "meta" else None
     module.to(device)
     mask = getattr(module, "mask", None)
     report = {
@@ -429,7 +424,7 @@ def device_report(build, weights, device, d_in, spare_biases=False):
             summary["out"], summary["cpu_out"] = plain(out), reference
         return summary
 
-    report["forward"] = attempt(run)
+    report["forward"] = lab.attempt(run)
     report["strays"] = trace.strays
     return report
 

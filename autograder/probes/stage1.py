@@ -1,7 +1,7 @@
 """Stage 1 probes: the functions of simple.py on the book's inputs and on fresh ones."""
 import torch
 
-from .common import INPUTS, Probes, attempt, plain, randn
+from .common import INPUTS, Probes, plain, randn
 
 PROBES = Probes()
 
@@ -15,7 +15,7 @@ def _call(lab, name, *args):
 
 def _book_and_extra(lab, device, name, book_args, extra_args):
     dev = [a.to(device) for a in book_args], [a.to(device) for a in extra_args]
-    return {"book": attempt(_call, lab, name, *dev[0]), "extra": attempt(_call, lab, name, *dev[1])}
+    return {"book": lab.attempt(_call, lab, name, *dev[0]), "extra": lab.attempt(_call, lab, name, *dev[1])}
 
 
 @PROBES.add("s1.scores_loop", golden=True)
@@ -47,7 +47,7 @@ LARGE = torch.tensor([[1000.0, 1001.0, 999.0, 0.0], [-1000.0, -1001.0, -999.5, -
 @PROBES.add("s1.softmax_stable", golden=True)
 def softmax_stable(lab, device):
     out = _book_and_extra(lab, device, "softmax_stable", (BOOK_SCORES_2,), (EXTRA,))
-    out["large"] = attempt(_call, lab, "softmax_stable", LARGE.to(device))
+    out["large"] = lab.attempt(_call, lab, "softmax_stable", LARGE.to(device))
     return out
 
 

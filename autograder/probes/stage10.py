@@ -11,7 +11,7 @@ import torch.nn as nn
 
 from ..public import tiny_gpt
 from ..public.pictures import attention_by_block
-from .common import (DROPOUT_P, ProbeError, Probes, attempt, eval_report, leak_report, linear_weights, load_by_name,
+from .common import (DROPOUT_P, ProbeError, Probes, eval_report, leak_report, linear_weights, load_by_name,
                      plain, randn)
 
 PROBES = Probes(library_attention=True)
@@ -94,12 +94,12 @@ def parts(lab, device):
                 setattr(module.get_submodule(parent) if parent else module, leaf, nn.GELU(approximate="tanh"))
         return plain(module.to(device)(NORM_X[0].float().to(device)), "FeedForward's output")
 
-    return {"norm_shapes": attempt(lambda: shapes_of(lab.gpt.LayerNorm(d))),
-            "norm": attempt(norm, torch.float64), "norm_float32": attempt(norm, torch.float32),
-            "gelu": attempt(lambda: plain(lab.gpt.GELU().to(device)(GELU_X.double().to(device)), "GELU's output")),
-            "gelu_float32": attempt(lambda: plain(lab.gpt.GELU().to(device)(GELU_X.to(device)), "GELU's output")),
-            "ff_shapes": attempt(lambda: shapes_of(lab.gpt.FeedForward({**SMALL, "emb_dim": d}))),
-            "ff": attempt(ff)}
+    return {"norm_shapes": lab.attempt(lambda: shapes_of(lab.gpt.LayerNorm(d))),
+            "norm": lab.attempt(norm, torch.float64), "norm_float32": lab.attempt(norm, torch.float32),
+            "gelu": lab.attempt(lambda: plain(lab.gpt.GELU().to(device)(GELU_X.double().to(device)), "GELU's output")),
+            "gelu_float32": lab.attempt(lambda: plain(lab.gpt.GELU().to(device)(GELU_X.to(device)), "GELU's output")),
+            "ff_shapes": lab.attempt(lambda: shapes_of(lab.gpt.FeedForward({**SMALL, "emb_dim": d}))),
+            "ff": lab.attempt(ff)}
 
 
 # ---------------------------------------------------------------- the block
@@ -196,19 +196,19 @@ def block(lab, device):
                              f"{type(result).__name__}")
         return plain(result[0], "CachedTransformerBlock's output")
 
-    return {"eval": attempt(run, False), "train": attempt(run, True),
-            "dropout_eval": attempt(eval_report, lambda p: known_block(lab, "cpu", p), {}, device,
+    return {"eval": lab.attempt(run, False), "train": lab.attempt(run, True),
+            "dropout_eval": lab.attempt(eval_report, lambda p: known_block(lab, "cpu", p), {}, device,
                                     d_in=SMALL["emb_dim"]),
-            "silent_train": attempt(run, True, DROPOUT_P, silent("att", "ff")),
-            "silent_eval": attempt(run, False, DROPOUT_P, silent("att", "ff")),
-            "ff_train": attempt(run, True, DROPOUT_P, silent("att"), X_MANY),
-            "ff_eval": attempt(run, False, DROPOUT_P, silent("att"), X_MANY),
+            "silent_train": lab.attempt(run, True, DROPOUT_P, silent("att", "ff")),
+            "silent_eval": lab.attempt(run, False, DROPOUT_P, silent("att", "ff")),
+            "ff_train": lab.attempt(run, True, DROPOUT_P, silent("att"), X_MANY),
+            "ff_eval": lab.attempt(run, False, DROPOUT_P, silent("att"), X_MANY),
             # The cached block's dropout in train mode, measured as the block's is (its eval mode is the
             # end-to-end checks': the trained model, decoded in pieces).
-            "cached_eval": attempt(run_cached, False),
-            "cached_silent_train": attempt(run_cached, True, DROPOUT_P, silent("att", "ff")),
-            "cached_silent_eval": attempt(run_cached, False, DROPOUT_P, silent("att", "ff")),
-            "cached_ff_train": attempt(run_cached, True, DROPOUT_P, silent("att"), X_MANY)}
+            "cached_eval": lab.attempt(run_cached, False),
+            "cached_silent_train": lab.attempt(run_cached, True, DROPOUT_P, silent("att", "ff")),
+            "cached_silent_eval": lab.attempt(run_cached, False, DROPOUT_P, silent("att", "ff")),
+            "cached_ff_train": lab.attempt(run_cached, True, DROPOUT_P, silent("att"), X_MANY)}
 
 
 # ---------------------------------------------------------------- the model
@@ -237,9 +237,9 @@ def structure(lab, device):
     def keys(cls):
         return sorted(getattr(lab.gpt, cls)(SMALL).state_dict())
 
-    return {"shapes": attempt(lambda: shapes_of(lab.gpt.GPTModel(SMALL))), "count": attempt(counted),
-            "tied": attempt(tied),
-            "keys": attempt(keys, "GPTModel"), "cached_keys": attempt(keys, "CachedGPTModel")}
+    return {"shapes": lab.attempt(lambda: shapes_of(lab.gpt.GPTModel(SMALL))), "count": lab.attempt(counted),
+            "tied": lab.attempt(tied),
+            "keys": lab.attempt(keys, "GPTModel"), "cached_keys": lab.attempt(keys, "CachedGPTModel")}
 
 
 BARE = {**SMALL, "n_layers": 0, "drop_rate": DROPOUT_P}  # a model of no blocks: its own dropout alone
@@ -283,9 +283,9 @@ def gpt_dropout(lab, device):
     def embedded_pair(cls):
         return {"train": embedded(cls, True), "eval": embedded(cls, False)}
 
-    return {"gpt": attempt(eval_pair, "GPTModel"), "cached": attempt(eval_pair, "CachedGPTModel"),
-            "embedding": attempt(embedded_pair, "GPTModel"),
-            "cached_embedding": attempt(embedded_pair, "CachedGPTModel")}
+    return {"gpt": lab.attempt(eval_pair, "GPTModel"), "cached": lab.attempt(eval_pair, "CachedGPTModel"),
+            "embedding": lab.attempt(embedded_pair, "GPTModel"),
+            "cached_embedding": lab.attempt(embedded_pair, "CachedGPTModel")}
 
 
 class SoftTokens(nn.Module):
@@ -312,7 +312,7 @@ class SoftTokens(nn.Module):
 
 @PROBES.add("s10.gpt.leak")
 def leak(lab, device):
-    return attempt(lambda: leak_report(SoftTokens(small_gpt(lab)), SMALL["vocab_size"], 7, device))
+    return lab.attempt(lambda: leak_report(SoftTokens(small_gpt(lab)), SMALL["vocab_size"], 7, device))
 
 
 # ---------------------------------------------------------------- the trained model
@@ -353,7 +353,7 @@ def kit_greedy(model, idx, steps, device):
 
 @PROBES.add("s10.gpt.loads")
 def loads(lab, device):
-    return attempt(lambda: strict_load(lab.gpt.GPTModel(TINY)))
+    return lab.attempt(lambda: strict_load(lab.gpt.GPTModel(TINY)))
 
 
 @PROBES.add("s10.gpt.trained", golden=True)
@@ -368,9 +368,9 @@ def trained_model(lab, device):
         return plain(attention_by_block(trained(lab, "GPTModel", device), tiny_gpt.encode(HEADS_SAMPLE)),
                      "the attention weights")
 
-    return {"logits": attempt(logits),
-            "tokens": attempt(lambda: kit_greedy(trained(lab, "GPTModel", device), PROMPTS, NEW_TOKENS, device)),
-            "heads": attempt(sample_heads)}
+    return {"logits": lab.attempt(logits),
+            "tokens": lab.attempt(lambda: kit_greedy(trained(lab, "GPTModel", device), PROMPTS, NEW_TOKENS, device)),
+            "heads": lab.attempt(sample_heads)}
 
 
 @PROBES.add("s10.gpt.writes", golden=True)
@@ -384,7 +384,7 @@ def writes(lab, device):
         model = trained(lab, "CachedGPTModel", device)
         return plain(lab.gpt.generate_cached(model, PROMPTS.to(device), NEW_TOKENS, TINY["context_length"]))
 
-    return {"greedy": attempt(greedy), "cached": attempt(cached)}
+    return {"greedy": lab.attempt(greedy), "cached": lab.attempt(cached)}
 
 
 # ---------------------------------------------------------------- the cached model
@@ -418,7 +418,7 @@ def cached_model(lab, device):
                          and isinstance(c[0], torch.Tensor) and c[0].dim() == 4 else -1 for c in caches])
         return {"logits": torch.cat(outs, dim=1), "held": held}
 
-    return {"model": attempt(lambda: run(TINY["n_layers"])), "one_block": attempt(lambda: run(1))}
+    return {"model": lab.attempt(lambda: run(TINY["n_layers"])), "one_block": lab.attempt(lambda: run(1))}
 
 
 # ---------------------------------------------------------------- the loops, on the kit's stand-in models
@@ -487,12 +487,12 @@ def generate(lab, device):
         return {"tokens": plain(out, f"what {name} returned"), "calls": model.calls, "training": model.training,
                 "prompt_after": plain(idx, "the prompt")}
 
-    return {"greedy": attempt(run, "generate_greedy", Rule(), False),
-            "greedy_train": attempt(run, "generate_greedy", Rule(), True),
+    return {"greedy": lab.attempt(run, "generate_greedy", Rule(), False),
+            "greedy_train": lab.attempt(run, "generate_greedy", Rule(), True),
             # an int32 prompt: idx's dtype comes back, or int64 (the book's torch.cat promotes), both integers
-            "greedy_int32": attempt(run, "generate_greedy", Rule(), False, torch.int32),
-            "cached": attempt(run, "generate_cached", CachedRule(), False),
-            "cached_train": attempt(run, "generate_cached", CachedRule(), True)}
+            "greedy_int32": lab.attempt(run, "generate_greedy", Rule(), False, torch.int32),
+            "cached": lab.attempt(run, "generate_cached", CachedRule(), False),
+            "cached_train": lab.attempt(run, "generate_cached", CachedRule(), True)}
 
 
 # ---------------------------------------------------------------- training
@@ -564,6 +564,6 @@ def train(lab, device):
         model.eval()
         with torch.no_grad():
             logits = plain(model(batches[0][0]), "the logits after training")
-        return {"losses": attempt(floats, losses), "modes": modes, "after": after, "logits": logits}
+        return {"losses": lab.attempt(floats, losses), "modes": modes, "after": after, "logits": logits}
 
-    return attempt(run)
+    return lab.attempt(run)

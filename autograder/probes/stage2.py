@@ -1,7 +1,7 @@
 """Stage 2 probes: self-attention with trainable weights."""
 import torch
 
-from .common import (INPUTS, Probes, attempt, forward, gradient_report, load_by_name, plain, qkv_weights, randn,
+from .common import (INPUTS, Probes, forward, gradient_report, load_by_name, plain, qkv_weights, randn,
                      seen_weights)
 
 PROBES = Probes()
@@ -23,8 +23,8 @@ def one_query(lab, device):
     book_w = [torch.rand(3, 2) for _ in range(3)]
     extra_w = [randn(D_IN, D_OUT, seed=s) for s in (3, 4, 5)]
     return {
-        "book": attempt(run, *[w.to(device) for w in book_w], INPUTS.to(device), INPUTS[1].to(device)),
-        "extra": attempt(run, *[w.to(device) for w in extra_w], X.to(device), X[2].to(device)),
+        "book": lab.attempt(run, *[w.to(device) for w in book_w], INPUTS.to(device), INPUTS[1].to(device)),
+        "extra": lab.attempt(run, *[w.to(device) for w in extra_w], X.to(device), X[2].to(device)),
     }
 
 
@@ -33,8 +33,8 @@ def _seeded(lab, cls_name, seed, device):
         torch.manual_seed(seed)
         return getattr(lab.self_attention, cls_name)(3, 2)
 
-    return {"out": attempt(lambda: forward(build().to(device), INPUTS.to(device))),
-            "weights": attempt(seen_weights, build, INPUTS, device)}
+    return {"out": lab.attempt(lambda: forward(build().to(device), INPUTS.to(device))),
+            "weights": lab.attempt(seen_weights, build, INPUTS, device)}
 
 
 @PROBES.add("s2.v1.seeded")
@@ -59,7 +59,7 @@ def v1_known(lab, device):
         load_by_name(module, V1_WEIGHTS)
         return {"kinds": kinds, "out": forward(module.to(device), X.to(device))}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 @PROBES.add("s2.v2.known_weights", golden=True)
@@ -69,10 +69,10 @@ def v2_known(lab, device):
         kinds = {n: type(getattr(module, n, None)).__name__ for n in ("W_query", "W_key", "W_value")}
         has_bias = getattr(getattr(module, "W_query", None), "bias", None) is not None
         weights = qkv_weights(D_IN, D_OUT, seed=60, bias=bias)
-        out = attempt(lambda: forward(load_by_name(module, weights).to(device), X.to(device)))
+        out = lab.attempt(lambda: forward(load_by_name(module, weights).to(device), X.to(device)))
         return {"kinds": kinds, "has_bias": has_bias, "out": out}
 
-    return {"no_bias": attempt(run, False), "bias": attempt(run, True)}
+    return {"no_bias": lab.attempt(run, False), "bias": lab.attempt(run, True)}
 
 
 @PROBES.add("s2.copy")
@@ -85,7 +85,7 @@ def copy_v2_into_v1(lab, device):
         x = X.to(device)
         return {"v1": forward(v1.to(device), x), "v2": forward(v2.to(device), x), "returned_v1": returned is v1}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 @PROBES.add("s2.gradients")
@@ -94,5 +94,5 @@ def gradients(lab, device):
         module = getattr(lab.self_attention, cls_name)(*args).to(device)
         return gradient_report(module, X.to(device))
 
-    return {"v1": attempt(run, "SelfAttention_v1", D_IN, D_OUT),
-            "v2": attempt(run, "SelfAttention_v2", D_IN, D_OUT, True)}
+    return {"v1": lab.attempt(run, "SelfAttention_v1", D_IN, D_OUT),
+            "v2": lab.attempt(run, "SelfAttention_v2", D_IN, D_OUT, True)}

@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, INPUTS, Probes, attempt, device_report, dropout_report,
+from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, INPUTS, Probes, device_report, dropout_report,
                      dropout_weights, eval_report, forward, gradient_report, leak_report, load_by_name, plain,
                      qkv_weights, randn, seen_weights, shape_reports, state_dict_report)
 
@@ -27,7 +27,7 @@ def _mask_probe(lab, device, name):
     def run(scores, d_k):
         return plain(getattr(lab.causal, name)(scores.to(device).clone(), d_k), f"{name}(...)")
 
-    return {"book": attempt(run, book_scores(), 2), "extra": attempt(run, EXTRA_SCORES, 4)}
+    return {"book": lab.attempt(run, book_scores(), 2), "extra": lab.attempt(run, EXTRA_SCORES, 4)}
 
 
 @PROBES.add("s3.mask_multiply", golden=True)
@@ -55,8 +55,8 @@ def causal_seeded(lab, device):
         torch.manual_seed(123)
         return lab.causal.CausalAttention(3, 2, 6, 0.0)
 
-    return {"out": attempt(lambda: forward(build().to(device), BATCH.to(device))),
-            "weights": attempt(seen_weights, build, BATCH[:1], device)}
+    return {"out": lab.attempt(lambda: forward(build().to(device), BATCH.to(device))),
+            "weights": lab.attempt(seen_weights, build, BATCH[:1], device)}
 
 
 X = randn(2, 6, D_IN, seed=4)  # 6 tokens in a context of 8
@@ -71,8 +71,8 @@ def known_forward(build, bias, device, prefix="", d_out=D_OUT):
 @PROBES.add("s3.causal.known_weights", golden=True)
 def causal_known(lab, device):
     build = build_causal(lab)
-    return {"no_bias": attempt(known_forward, build, False, device),
-            "bias": attempt(known_forward, build, True, device)}
+    return {"no_bias": lab.attempt(known_forward, build, False, device),
+            "bias": lab.attempt(known_forward, build, True, device)}
 
 
 # Shape contracts. The judge reads the expected shapes from these same configs.
@@ -91,12 +91,12 @@ def expected_shape(cfg):
 
 @PROBES.add("s3.causal.shapes")
 def causal_shapes(lab, device):
-    return {"reports": shape_reports(build_causal(lab), SHAPE_CONFIGS, device)}
+    return {"reports": shape_reports(lab, build_causal(lab), SHAPE_CONFIGS, device)}
 
 
 @PROBES.add("s3.causal.leak")
 def causal_leak(lab, device):
-    return attempt(lambda: leak_report(build_causal(lab)({"context": 6}), D_IN, 6, device))
+    return lab.attempt(lambda: leak_report(build_causal(lab)({"context": 6}), D_IN, 6, device))
 
 
 @PROBES.add("s3.causal.mask_buffer")
@@ -111,7 +111,7 @@ def causal_mask_buffer(lab, device):
             "nonzero": plain(mask != 0, "mask") if mask is not None else None,
         }
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 @PROBES.add("s3.causal.dropout")
@@ -122,28 +122,29 @@ def causal_dropout(lab, device):
         module = build_causal(lab)({"d_in": T, "d_out": T + 1, "context": T, "dropout": DROPOUT_P})
         return dropout_report(load_by_name(module, dropout_weights(T)), device)
 
-    return {"out": attempt(run)}
+    return {"out": lab.attempt(run)}
 
 
 @PROBES.add("s3.causal.eval")
 def causal_eval(lab, device):
     build = build_causal(lab)
-    return attempt(eval_report, lambda p: build({"dropout": p}), qkv_weights(D_IN, D_OUT, seed=90, bias=False),
+    return lab.attempt(eval_report, lambda p: build({"dropout": p}), qkv_weights(D_IN, D_OUT, seed=90, bias=False),
                    device)
 
 
 @PROBES.add("s3.causal.device")
 def causal_device(lab, device):
     build = build_causal(lab)
-    return attempt(device_report, lambda: build({}), qkv_weights(D_IN, D_OUT, seed=95, bias=False), device, D_IN)
+    weights = qkv_weights(D_IN, D_OUT, seed=95, bias=False)
+    return lab.attempt(device_report, lab, lambda: build({}), weights, device, D_IN)
 
 
 @PROBES.add("s3.causal.gradients")
 def causal_gradients(lab, device):
-    return attempt(lambda: gradient_report(build_causal(lab)({"bias": True}).to(device), X.to(device)))
+    return lab.attempt(lambda: gradient_report(build_causal(lab)({"bias": True}).to(device), X.to(device)))
 
 
 @PROBES.add("s3.causal.state_dict")
 def causal_state_dict(lab, device):
     build = build_causal(lab)
-    return attempt(state_dict_report, lambda: build({}), device, D_IN)
+    return lab.attempt(state_dict_report, lambda: build({}), device, D_IN)

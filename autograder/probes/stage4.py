@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, attempt, device_report, dropout_report,
+from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, device_report, dropout_report,
                      dropout_weights, eval_report, forward, gradient_report, leak_report, linear_weights, load_by_name,
                      qkv_weights, raised, randn, seen_weights, shape_reports)
 from .stage3 import D_IN, X
@@ -26,8 +26,8 @@ def _seeded(lab, cls_name, device):
         torch.manual_seed(123)
         return getattr(lab.multihead, cls_name)(3, 2, 6, 0.0, num_heads=2)
 
-    return {"out": attempt(lambda: forward(build().to(device), BATCH.to(device))),
-            "weights": attempt(seen_weights, build, BATCH[:1], device)}
+    return {"out": lab.attempt(lambda: forward(build().to(device), BATCH.to(device))),
+            "weights": lab.attempt(seen_weights, build, BATCH[:1], device)}
 
 
 @PROBES.add("s4.wrapper.seeded")
@@ -54,7 +54,7 @@ def wrapper_known(lab, device):
         load_by_name(module, wrapper_weights(heads, 3, bias))
         return forward(module.to(device).eval(), X.to(device))
 
-    return {"heads3": attempt(run, 3, False), "heads1_bias": attempt(run, 1, True)}
+    return {"heads3": lab.attempt(run, 3, False), "heads1_bias": lab.attempt(run, 1, True)}
 
 
 @PROBES.add("s4.wrapper.structure")
@@ -69,7 +69,7 @@ def wrapper_structure(lab, device):
             "all_causal": isinstance(mods, nn.ModuleList) and all(isinstance(m, student_causal) for m in mods),
         }
 
-    return {"heads1": attempt(run, 1), "heads4": attempt(run, 4)}
+    return {"heads1": lab.attempt(run, 1), "heads4": lab.attempt(run, 4)}
 
 
 WRAPPER_SHAPES = [
@@ -81,7 +81,7 @@ WRAPPER_SHAPES = [
 
 @PROBES.add("s4.wrapper.shapes")
 def wrapper_shapes(lab, device):
-    return {"reports": shape_reports(build_mha(lab, "MultiHeadAttentionWrapper"), WRAPPER_SHAPES, device)}
+    return {"reports": shape_reports(lab, build_mha(lab, "MultiHeadAttentionWrapper"), WRAPPER_SHAPES, device)}
 
 
 OUT_PROJ = ("out_proj",)  # whose bias s4.mha.structure judges: the other checks spare it (load_by_name)
@@ -100,8 +100,8 @@ def mha_known(lab, device):
         load_by_name(module, mha_weights(d_out, bias), spare_biases=OUT_PROJ)
         return forward(module.to(device).eval(), X.to(device))
 
-    return {"heads2": attempt(run, 2, 4, False), "heads3_bias": attempt(run, 3, 6, True),
-            "heads1": attempt(run, 1, 4, False), "heads4": attempt(run, 4, 8, False)}
+    return {"heads2": lab.attempt(run, 2, 4, False), "heads3_bias": lab.attempt(run, 3, 6, True),
+            "heads1": lab.attempt(run, 1, 4, False), "heads4": lab.attempt(run, 4, 8, False)}
 
 
 MHA_SHAPES = [
@@ -113,12 +113,12 @@ MHA_SHAPES = [
 
 @PROBES.add("s4.mha.shapes")
 def mha_shapes(lab, device):
-    return {"reports": shape_reports(build_mha(lab, "MultiHeadAttention"), MHA_SHAPES, device)}
+    return {"reports": shape_reports(lab, build_mha(lab, "MultiHeadAttention"), MHA_SHAPES, device)}
 
 
 @PROBES.add("s4.mha.divisibility")
 def mha_divisibility(lab, device):
-    return attempt(raised, lambda: lab.multihead.MultiHeadAttention(4, 6, 8, 0.0, num_heads=4))
+    return lab.attempt(raised, lambda: lab.multihead.MultiHeadAttention(4, 6, 8, 0.0, num_heads=4))
 
 
 @PROBES.add("s4.mha.structure")
@@ -133,12 +133,12 @@ def mha_structure(lab, device):
             "mask_is_buffer": "mask" in dict(module.named_buffers()) and "mask" in module.state_dict(),
         }
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 @PROBES.add("s4.mha.leak")
 def mha_leak(lab, device):
-    return attempt(lambda: leak_report(build_mha(lab, "MultiHeadAttention")({"context": 6}), D_IN, 6, device))
+    return lab.attempt(lambda: leak_report(build_mha(lab, "MultiHeadAttention")({"context": 6}), D_IN, 6, device))
 
 
 @PROBES.add("s4.mha.dropout")
@@ -153,26 +153,26 @@ def mha_dropout(lab, device):
         weights["out_proj.bias"] = torch.zeros(T + 1)
         return dropout_report(load_by_name(module, weights, spare_biases=OUT_PROJ), device)
 
-    return {"out": attempt(run)}
+    return {"out": lab.attempt(run)}
 
 
 @PROBES.add("s4.mha.eval")
 def mha_eval(lab, device):
     build = build_mha(lab, "MultiHeadAttention")
-    return attempt(eval_report, lambda p: build({"dropout": p}), mha_weights(4, False, seed=400), device,
+    return lab.attempt(eval_report, lambda p: build({"dropout": p}), mha_weights(4, False, seed=400), device,
                    spare_biases=OUT_PROJ)
 
 
 @PROBES.add("s4.mha.device")
 def mha_device(lab, device):
     build = build_mha(lab, "MultiHeadAttention")
-    return attempt(device_report, lambda: build({}), mha_weights(4, False, seed=410), device, D_IN,
+    return lab.attempt(device_report, lab, lambda: build({}), mha_weights(4, False, seed=410), device, D_IN,
                    spare_biases=OUT_PROJ)
 
 
 @PROBES.add("s4.mha.gradients")
 def mha_gradients(lab, device):
-    return attempt(lambda: gradient_report(
+    return lab.attempt(lambda: gradient_report(
         build_mha(lab, "MultiHeadAttention")({"bias": True}).to(device), X.to(device)))
 
 
@@ -211,13 +211,13 @@ def pytorch_known(lab, device):
         module = lab.multihead.MultiHeadAttentionPyTorch(E, E, 8, 0.0, num_heads=2)
         return sorted(name for name, _ in module.named_parameters())
 
-    return {"no_bias": attempt(run, False), "bias": attempt(run, True), "d_in_mismatch": attempt(mismatch),
-            "parameters": attempt(parameters)}
+    return {"no_bias": lab.attempt(run, False), "bias": lab.attempt(run, True), "d_in_mismatch": lab.attempt(mismatch),
+            "parameters": lab.attempt(parameters)}
 
 
 @PROBES.add("s4.pytorch.leak", library_attention=True)
 def pytorch_leak(lab, device):
-    return attempt(lambda: leak_report(
+    return lab.attempt(lambda: leak_report(
         lab.multihead.MultiHeadAttentionPyTorch(E, E, 6, 0.0, num_heads=3), E, 6, device))
 
 
@@ -233,6 +233,6 @@ def param_count(lab, device):
             "student_counted_small": int(mh.count_parameters(small)),
         }
 
-    return attempt(run)
+    return lab.attempt(run)
 
 

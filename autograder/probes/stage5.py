@@ -1,7 +1,7 @@
 """Stage 5 probes: the mask as a plain attribute versus a registered buffer."""
 import torch
 
-from .common import Probes, attempt, device_report, qkv_weights, state_dict_report
+from .common import Probes, device_report, qkv_weights, state_dict_report
 from .stage3 import D_IN, D_OUT, build_causal, known_forward
 
 PROBES = Probes()
@@ -12,8 +12,9 @@ WITHOUT, WITH = "CausalAttentionWithoutBuffers", "CausalAttentionWithBuffer"
 @PROBES.add("s5.forward", golden=True)
 def forward_both(lab, device):
     # d_out 4, and 6: scaling by d_k * 0.5 instead of d_k ** 0.5 agrees at 4 and only there
-    return {**{cls: attempt(known_forward, build_causal(lab, cls, "buffers"), True, device) for cls in (WITHOUT, WITH)},
-            **{f"{cls} d_out=6": attempt(known_forward, build_causal(lab, cls, "buffers"), True, device, d_out=6)
+    return {**{cls: lab.attempt(known_forward, build_causal(lab, cls, "buffers"), True, device)
+               for cls in (WITHOUT, WITH)},
+            **{f"{cls} d_out=6": lab.attempt(known_forward, build_causal(lab, cls, "buffers"), True, device, d_out=6)
                for cls in (WITHOUT, WITH)}}
 
 
@@ -26,17 +27,17 @@ def kinds(lab, device):
                 "is_buffer": "mask" in dict(module.named_buffers()),
                 "in_state_dict": "mask" in module.state_dict()}
 
-    return {cls: attempt(run, cls) for cls in (WITHOUT, WITH)}
+    return {cls: lab.attempt(run, cls) for cls in (WITHOUT, WITH)}
 
 
 @PROBES.add("s5.device")
 def device(lab, device):
     weights = qkv_weights(D_IN, D_OUT, seed=600, bias=False)
-    return {cls: attempt(device_report, lambda: build_causal(lab, cls, "buffers")({}), weights, device, D_IN)
+    return {cls: lab.attempt(device_report, lab, lambda: build_causal(lab, cls, "buffers")({}), weights, device, D_IN)
             for cls in (WITHOUT, WITH)}
 
 
 @PROBES.add("s5.state_dict")
 def state_dict(lab, device):
-    return {cls: attempt(state_dict_report, lambda: build_causal(lab, cls, "buffers")({}), device, D_IN)
+    return {cls: lab.attempt(state_dict_report, lambda: build_causal(lab, cls, "buffers")({}), device, D_IN)
             for cls in (WITHOUT, WITH)}

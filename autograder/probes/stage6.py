@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from .common import (DROPOUT_P, DROPOUT_TOKENS, Probes, attempt, dropout_report, dropout_weights, eval_report,
+from .common import (DROPOUT_P, DROPOUT_TOKENS, Probes, dropout_report, dropout_weights, eval_report,
                      gradient_report, linear_weights, load_by_name, padding_report, plain, raised, randn, shape_reports)
 
 PROBES = Probes()
@@ -54,11 +54,12 @@ def masked_softmax(lab, device):
         return plain(lab.practical.masked_softmax(scores.to(device, dtype, copy=True),
                                                   None if mask is None else mask.to(device)), "masked_softmax(...)")
 
-    return {"none": attempt(run, None), "keys": attempt(run, KEYS.unsqueeze(1)), "pairs": attempt(run, PAIRS),
-            "all_hidden": attempt(run, ALL_PADDED.unsqueeze(1)),
+    return {"none": lab.attempt(run, None), "keys": lab.attempt(run, KEYS.unsqueeze(1)),
+            "pairs": lab.attempt(run, PAIRS),
+            "all_hidden": lab.attempt(run, ALL_PADDED.unsqueeze(1)),
             # "the dtype's most negative finite number": float32's is -inf in bfloat16, where a fill of
             # float32's minimum turns a fully hidden row to nan again
-            "all_hidden_bfloat16": attempt(run, ALL_PADDED.unsqueeze(1), torch.bfloat16)}
+            "all_hidden_bfloat16": lab.attempt(run, ALL_PADDED.unsqueeze(1), torch.bfloat16)}
 
 
 @PROBES.add("s6.fused.known_weights", golden=True)
@@ -68,7 +69,7 @@ def fused_known(lab, device):
         module = load_by_name(_module(lab, "SelfAttentionFused", DIM), packed_weights(620), spare_biases=True)
         return _run(module, device)
 
-    return {"fused": attempt(run)}
+    return {"fused": lab.attempt(run)}
 
 
 @PROBES.add("s6.fused.structure")
@@ -81,7 +82,7 @@ def fused_structure(lab, device):
                 "qkv_bias": isinstance(qkv, nn.Linear) and qkv.bias is not None,
                 "parameters": sorted(name for name, _ in module.named_parameters())}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 FUSED_SHAPES = [
@@ -97,7 +98,7 @@ def build(lab, cls_name, *extra):
 
 @PROBES.add("s6.fused.shapes")
 def fused_shapes(lab, device):
-    return {"reports": shape_reports(build(lab, "SelfAttentionFused"), FUSED_SHAPES, device)}
+    return {"reports": shape_reports(lab, build(lab, "SelfAttentionFused"), FUSED_SHAPES, device)}
 
 
 MASK_CASES = {"none": None, "keys": KEYS, "pairs": PAIRS}
@@ -109,7 +110,7 @@ def masked_known(lab, device):
         module = load_by_name(_module(lab, "MaskedSelfAttention", DIM, 0.0), separate_weights(QKV, 630))
         return _run(module, device, mask=mask)
 
-    return {name: attempt(run, mask) for name, mask in MASK_CASES.items()}
+    return {name: lab.attempt(run, mask) for name, mask in MASK_CASES.items()}
 
 
 @PROBES.add("s6.masked.padding")
@@ -118,7 +119,7 @@ def masked_padding(lab, device):
         module = load_by_name(_module(lab, "MaskedSelfAttention", DIM, 0.0), separate_weights(QKV, 640))
         return padding_report(lambda x, mask: _run(module, device, x, mask), X, KEYS == 0, KEYS, ALL_PADDED)
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 @PROBES.add("s6.masked.mask_forms")
@@ -129,7 +130,7 @@ def masked_mask_forms(lab, device):
         return {"keys": _run(module, device, mask=KEYS),
                 "expanded": _run(module, device, mask=KEYS[:, None, :].expand(3, 5, 5))}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 MASKED_SHAPES = [
@@ -140,7 +141,7 @@ MASKED_SHAPES = [
 
 @PROBES.add("s6.masked.shapes")
 def masked_shapes(lab, device):
-    return {"reports": shape_reports(build(lab, "MaskedSelfAttention", 0.0), MASKED_SHAPES, device)}
+    return {"reports": shape_reports(lab, build(lab, "MaskedSelfAttention", 0.0), MASKED_SHAPES, device)}
 
 
 def causal_mask(batch_dims):
@@ -158,12 +159,12 @@ def masked_dropout(lab, device):
                               dropout_weights(T, names=QKV, square=True))
         return dropout_report(module, device, width=T + 1, mask=causal_mask(1))
 
-    return {"out": attempt(run)}
+    return {"out": lab.attempt(run)}
 
 
 @PROBES.add("s6.masked.eval")
 def masked_eval(lab, device):
-    return attempt(eval_report, lambda p: _module(lab, "MaskedSelfAttention", DIM, p),
+    return lab.attempt(eval_report, lambda p: _module(lab, "MaskedSelfAttention", DIM, p),
                    separate_weights(QKV, 660), device, d_in=DIM)
 
 
@@ -187,7 +188,7 @@ def mhsa_known(lab, device):
         module = load_by_name(mhsa(lab, dim=WIDE, heads=3), separate_weights(PROJ, 675, dim=WIDE), spare_biases=True)
         return _run(module, device, x=X_WIDE)
 
-    return {**{name: attempt(run, mask) for name, mask in MHSA_CASES.items()}, "heads_of_6": attempt(wide)}
+    return {**{name: lab.attempt(run, mask) for name, mask in MHSA_CASES.items()}, "heads_of_6": lab.attempt(wide)}
 
 
 @PROBES.add("s6.mhsa.broadcast")
@@ -198,7 +199,7 @@ def mhsa_broadcast(lab, device):
         return {"keys": _run(module, device, mask=KEYS[:, None, None, :]),
                 "expanded": _run(module, device, mask=KEYS[:, None, None, :].expand(3, HEADS, 5, 5).contiguous())}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 @PROBES.add("s6.mhsa.padding")
@@ -208,7 +209,7 @@ def mhsa_padding(lab, device):
         return padding_report(lambda x, mask: _run(module, device, x, mask), X, KEYS == 0,
                               KEYS[:, None, None, :], ALL_PADDED[:, None, None, :])
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 @PROBES.add("s6.mhsa.structure")
@@ -221,12 +222,12 @@ def mhsa_structure(lab, device):
                        "bias": isinstance(layer, nn.Linear) and layer.bias is not None}
                 for name, layer in layers.items()}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 @PROBES.add("s6.mhsa.divisibility")
 def mhsa_divisibility(lab, device):
-    return attempt(raised, lambda: mhsa(lab, dim=10, heads=4))
+    return lab.attempt(raised, lambda: mhsa(lab, dim=10, heads=4))
 
 
 MHSA_SHAPES = [
@@ -238,7 +239,7 @@ MHSA_SHAPES = [
 
 @PROBES.add("s6.mhsa.shapes")
 def mhsa_shapes(lab, device):
-    return {"reports": shape_reports(lambda cfg: mhsa(lab, dim=cfg.get("dim", DIM), heads=cfg.get("heads", HEADS)),
+    return {"reports": shape_reports(lab, lambda cfg: mhsa(lab, dim=cfg.get("dim", DIM), heads=cfg.get("heads", HEADS)),
                                      MHSA_SHAPES, device)}
 
 
@@ -252,12 +253,12 @@ def mhsa_dropout(lab, device):
         module = load_by_name(mhsa(lab, dropout=DROPOUT_P, dim=T + 1, heads=1), weights, spare_biases=True)
         return dropout_report(module, device, width=T + 1, mask=causal_mask(0))
 
-    return {"out": attempt(run)}
+    return {"out": lab.attempt(run)}
 
 
 @PROBES.add("s6.mhsa.eval")
 def mhsa_eval(lab, device):
-    return attempt(eval_report, lambda p: mhsa(lab, dropout=p), separate_weights(PROJ, 700), device, d_in=DIM,
+    return lab.attempt(eval_report, lambda p: mhsa(lab, dropout=p), separate_weights(PROJ, 700), device, d_in=DIM,
                    spare_biases=True)
 
 
@@ -266,7 +267,7 @@ def gradients(lab, device):
     def run(module):
         return gradient_report(module.to(device), X.to(device))
 
-    return {"SelfAttentionFused": attempt(lambda: run(_module(lab, "SelfAttentionFused", DIM))),
-            "MaskedSelfAttention": attempt(lambda: run(_module(lab, "MaskedSelfAttention", DIM, 0.0))),
-            "MultiHeadSelfAttention": attempt(lambda: run(mhsa(lab)))}
+    return {"SelfAttentionFused": lab.attempt(lambda: run(_module(lab, "SelfAttentionFused", DIM))),
+            "MaskedSelfAttention": lab.attempt(lambda: run(_module(lab, "MaskedSelfAttention", DIM, 0.0))),
+            "MultiHeadSelfAttention": lab.attempt(lambda: run(mhsa(lab)))}
 

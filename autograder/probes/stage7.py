@@ -9,7 +9,7 @@ judges make the same ones.
 import torch
 import torch.nn as nn
 
-from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes, attempt, dropout_report,
+from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes, dropout_report,
                      dropout_weights, eval_report, gradient_report, leak_report, left_behind, linear_weights,
                      load_by_name, meta_summary, padding_report, plain, raised, randn)
 
@@ -47,7 +47,7 @@ def sdpa(lab, device):
             mask=None if mask is None else mask.to(device))
         return dict(zip(("out", "weights"), _pair(result, "scaled_dot_product_attention")))
 
-    return {name: attempt(run, *case) for name, case in SDPA_CASES.items()}
+    return {name: lab.attempt(run, *case) for name, case in SDPA_CASES.items()}
 
 
 @PROBES.add("s7.sdpa.dropout")
@@ -63,7 +63,7 @@ def sdpa_dropout(lab, device):
         out, weights = _pair(result, "scaled_dot_product_attention(..., dropout=nn.Dropout(p))")
         return {"out": out, "weights": weights}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 # --- masks ----------------------------------------------------------------------------------
@@ -81,8 +81,8 @@ def masks(lab, device):
     def subsequent(size):
         return plain(lab.transformer.subsequent_mask(size), f"subsequent_mask({size})")
 
-    return {"padding": {str(p): attempt(pad, p) for p in PAD_IDS},
-            "subsequent": {str(n): attempt(subsequent, n) for n in SUBSEQUENT_SIZES}}
+    return {"padding": {str(p): lab.attempt(pad, p) for p in PAD_IDS},
+            "subsequent": {str(n): lab.attempt(subsequent, n) for n in SUBSEQUENT_SIZES}}
 
 
 # --- MultiHeadedAttention -------------------------------------------------------------------
@@ -133,7 +133,7 @@ def mha_oracle(lab, device):
     def run(h, seed, query, kv, mask):
         return _attend(load_by_name(mha(lab, h), mha_weights(seed), spare_biases=MHA_LINEARS), device, query, kv, mask)
 
-    return {name: attempt(run, *case) for name, case in MHA_CASES.items()}
+    return {name: lab.attempt(run, *case) for name, case in MHA_CASES.items()}
 
 
 @PROBES.add("s7.mha.cross")
@@ -148,7 +148,7 @@ def mha_cross(lab, device):
                 "query_row_1_changed": _attend(module, device, moved_query, MEMORY, None),
                 "memory_changed": _attend(module, device, XQ, other_memory, None)}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 ALL_PADDED5 = torch.tensor([[1, 1, 1, 1, 1], [0, 0, 0, 0, 0]])
@@ -161,17 +161,17 @@ def mha_padding(lab, device):
         return padding_report(lambda x, mask: _attend(module, device, x, x, mask), X5, PAD5 == 0,
                               PAD5.unsqueeze(1), ALL_PADDED5.unsqueeze(1))
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 @PROBES.add("s7.mha.structure")
 def mha_structure(lab, device):
-    return attempt(lambda: {name: list(p.shape) for name, p in mha(lab, h=2, d=8).named_parameters()})
+    return lab.attempt(lambda: {name: list(p.shape) for name, p in mha(lab, h=2, d=8).named_parameters()})
 
 
 @PROBES.add("s7.mha.divisibility")
 def mha_divisibility(lab, device):
-    return attempt(raised, lambda: mha(lab, h=3, d=8))
+    return lab.attempt(raised, lambda: mha(lab, h=3, d=8))
 
 
 class SelfAttend(nn.Module):
@@ -198,7 +198,7 @@ def mha_dropout(lab, device):
         causal = torch.tril(torch.ones(1, T, T, dtype=torch.long))
         return dropout_report(SelfAttend(module), device, width=T + 1, mask=causal)
 
-    return {"out": attempt(run)}
+    return {"out": lab.attempt(run)}
 
 
 # --- PositionwiseFeedForward ----------------------------------------------------------------
@@ -216,7 +216,7 @@ def ffn_known(lab, device):
         load_by_name(module, ffn_weights(750, d_ff=d_ff))
         return plain(module.to(device).eval()(X5.to(device).clone()), "the output of forward")
 
-    return {"d_ff_16": attempt(run, 16), "d_ff_32": attempt(run, 32)}
+    return {"d_ff_16": lab.attempt(run, 16), "d_ff_32": lab.attempt(run, 32)}
 
 
 X_FFN_DROPOUT = randn(4, 50, D, seed=83)
@@ -238,7 +238,7 @@ def ffn_dropout(lab, device):
         torch.manual_seed(0)
         return plain(module(X_FFN_DROPOUT.to(device).clone()), "the output of forward in train mode")
 
-    return {"out": attempt(run)}
+    return {"out": lab.attempt(run)}
 
 
 @PROBES.add("s7.ffn.structure")
@@ -248,7 +248,7 @@ def ffn_structure(lab, device):
         layers = {n: getattr(module, n, None) for n in ("w_1", "w_2")}
         return {n: list(layer.weight.shape) if isinstance(layer, nn.Linear) else None for n, layer in layers.items()}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 # --- PositionalEncoding ---------------------------------------------------------------------
@@ -286,9 +286,9 @@ def pe_table(lab, device):
         torch.manual_seed(0)
         return plain(module(x.to(device).clone()), "the output of forward")
 
-    return {"table": attempt(lambda: plain(pe_buffer(make()).detach(), "PositionalEncoding.pe")),
-            "layout": attempt(layout), "default_length": attempt(default_length),
-            "forward": attempt(forward, X_PE, False), "dropout": attempt(forward, X_PE_DROPOUT, True)}
+    return {"table": lab.attempt(lambda: plain(pe_buffer(make()).detach(), "PositionalEncoding.pe")),
+            "layout": lab.attempt(layout), "default_length": lab.attempt(default_length),
+            "forward": lab.attempt(forward, X_PE, False), "dropout": lab.attempt(forward, X_PE_DROPOUT, True)}
 
 
 @PROBES.add("s7.pe.device")
@@ -302,11 +302,11 @@ def pe_device(lab, device):
             with trace:
                 return meta_summary(module(X_PE.to(device)))
 
-        report["forward"] = attempt(forward)
+        report["forward"] = lab.attempt(forward)
         report["strays"] = trace.strays
         return report
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 # --- EncoderLayer and DecoderLayer ----------------------------------------------------------
@@ -347,12 +347,12 @@ def encoder_oracle(lab, device):
         module = load_by_name(encoder(lab), encoder_weights(800), spare_biases=MHA_LINEARS).to(device).eval()
         return plain(module(X5.to(device).clone(), None if mask is None else mask.to(device)), "the output of forward")
 
-    return {name: attempt(run, mask) for name, mask in ENCODER_CASES.items()}
+    return {name: lab.attempt(run, mask) for name, mask in ENCODER_CASES.items()}
 
 
 @PROBES.add("s7.encoder.eval")
 def encoder_eval(lab, device):
-    return attempt(eval_report, lambda p: encoder(lab, p), encoder_weights(810), device, d_in=D,
+    return lab.attempt(eval_report, lambda p: encoder(lab, p), encoder_weights(810), device, d_in=D,
                    spare_biases=MHA_LINEARS)
 
 
@@ -375,7 +375,7 @@ def decoder_oracle(lab, device):
         module = load_by_name(decoder(lab), decoder_weights(820), spare_biases=MHA_LINEARS)
         return _decode(module, device, TGT, MEMORY, src_mask, tgt_mask)
 
-    return {name: attempt(run, *masks) for name, masks in DECODER_CASES.items()}
+    return {name: lab.attempt(run, *masks) for name, masks in DECODER_CASES.items()}
 
 
 @PROBES.add("s7.decoder.cross_source")
@@ -395,13 +395,13 @@ def decoder_cross_source(lab, device):
 
         handle = src_attn.register_forward_pre_hook(record, with_kwargs=True)
         try:  # what src_attn was given is worth reporting even when the layer crashes afterwards
-            base = attempt(_decode, module, device, TGT, MEMORY, None, None)
+            base = lab.attempt(_decode, module, device, TGT, MEMORY, None, None)
         finally:
             handle.remove()
-        other = attempt(_decode, module, device, TGT, MEMORY + randn(2, 6, D, seed=81), None, None)
+        other = lab.attempt(_decode, module, device, TGT, MEMORY + randn(2, 6, D, seed=81), None, None)
         return {"calls": calls, "base": base, "memory_changed": other}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 class WithMemory(nn.Module):
@@ -424,13 +424,13 @@ def decoder_leak(lab, device):
     def module():
         return WithMemory(load_by_name(decoder(lab), decoder_weights(840), spare_biases=MHA_LINEARS))
 
-    return attempt(lambda: leak_report(module(), D, 5, device))
+    return lab.attempt(lambda: leak_report(module(), D, 5, device))
 
 
 @PROBES.add("s7.decoder.eval")
 def decoder_eval(lab, device):
     weights = {f"layer.{name}": value for name, value in decoder_weights(870).items()}
-    return attempt(eval_report, lambda p: WithMemory(decoder(lab, p)), weights, device, d_in=D,
+    return lab.attempt(eval_report, lambda p: WithMemory(decoder(lab, p)), weights, device, d_in=D,
                    spare_biases=MHA_LINEARS)
 
 
@@ -459,8 +459,8 @@ def sublayer_dropout(lab, device):
             out[mode] = plain(module(x.clone()), f"the output of forward in {mode} mode")
         return out
 
-    return {"EncoderLayer": attempt(lambda: run(encoder(lab, DROPOUT_P), encoder_weights(880))),
-            "DecoderLayer": attempt(lambda: run(WithMemory(decoder(lab, DROPOUT_P)),
+    return {"EncoderLayer": lab.attempt(lambda: run(encoder(lab, DROPOUT_P), encoder_weights(880))),
+            "DecoderLayer": lab.attempt(lambda: run(WithMemory(decoder(lab, DROPOUT_P)),
                                                 {f"layer.{n}": v for n, v in decoder_weights(890).items()}))}
 
 
@@ -473,4 +473,4 @@ def gradients(lab, device):
         grads = gradient_report(WithMemory(decoder(lab)).to(device), X5.to(device))
         return {name.removeprefix("layer."): ok for name, ok in grads.items()}
 
-    return {"EncoderLayer": attempt(enc), "DecoderLayer": attempt(dec)}
+    return {"EncoderLayer": lab.attempt(enc), "DecoderLayer": lab.attempt(dec)}

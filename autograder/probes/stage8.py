@@ -12,7 +12,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..public import speed
 from ..public.watch import Watch, describe_changes
-from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, attempt, dropout_report, dropout_weights,
+from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, dropout_report, dropout_weights,
                      eval_report, forward, gradient_report, leak_report, linear_weights, load_by_name, plain, raised,
                      randn, shape_reports)
 from .stage3 import D_IN
@@ -91,7 +91,7 @@ def repeat_kv(lab, device):
     def run(groups):
         return plain(lab.modern.repeat_kv(KV.to(device).clone(), groups), f"repeat_kv(t, {groups})")
 
-    return {"groups2": attempt(run, 2), "groups1": attempt(run, 1), "groups4": attempt(run, 4)}
+    return {"groups2": lab.attempt(run, 2), "groups1": lab.attempt(run, 1), "groups4": lab.attempt(run, 4)}
 
 
 @PROBES.add("s8.gqa.as_mha")
@@ -102,8 +102,8 @@ def gqa_as_mha(lab, device):
                               spare_biases=True)
         return _outputs(module, X4, device)
 
-    return {"heads2": attempt(run, 2, 4, False), "heads3_bias": attempt(run, 3, 6, True),
-            "heads4": attempt(run, 4, 8, False)}
+    return {"heads2": lab.attempt(run, 2, 4, False), "heads3_bias": lab.attempt(run, 3, 6, True),
+            "heads4": lab.attempt(run, 4, 8, False)}
 
 
 @PROBES.add("s8.gqa.grouped")
@@ -113,7 +113,7 @@ def gqa_grouped(lab, device):
                               spare_biases=True)
         return _outputs(module, X, device)
 
-    return {case: attempt(run, *config) for case, config in GROUPED.items()}
+    return {case: lab.attempt(run, *config) for case, config in GROUPED.items()}
 
 
 GQA_SHAPES = [
@@ -130,7 +130,7 @@ def gqa_shapes(lab, device):
     def build(cfg):
         return Output(gqa(lab, cfg.get("d_in", DIM), cfg["d_out"], CONTEXT, cfg["heads"], cfg["kv"]))
 
-    return {"reports": shape_reports(build, GQA_SHAPES, device)}
+    return {"reports": shape_reports(lab, build, GQA_SHAPES, device)}
 
 
 PARAMETER_CONFIGS = {  # d_in, d_out, num_heads, num_kv_heads, qkv_bias
@@ -146,20 +146,20 @@ def gqa_parameters(lab, device):
         module = gqa(lab, d_in, d_out, 16, heads, kv_heads, bias=bias)
         return {name: list(p.shape) for name, p in module.named_parameters()}
 
-    return {case: attempt(run, *config) for case, config in PARAMETER_CONFIGS.items()}
+    return {case: lab.attempt(run, *config) for case, config in PARAMETER_CONFIGS.items()}
 
 
 @PROBES.add("s8.gqa.divisibility")
 def gqa_divisibility(lab, device):
-    return {"heads": attempt(raised, lambda: gqa(lab, d_out=6, heads=4, kv_heads=2)),
-            "kv_heads": attempt(raised, lambda: gqa(lab, heads=4, kv_heads=3))}
+    return {"heads": lab.attempt(raised, lambda: gqa(lab, d_out=6, heads=4, kv_heads=2)),
+            "kv_heads": lab.attempt(raised, lambda: gqa(lab, heads=4, kv_heads=3))}
 
 
 @PROBES.add("s8.gqa.leak")
 def gqa_leak(lab, device):
     # A context one longer than the input, here and in the dropout probe: the exact edge is
     # s8.cache.context_limit's to judge, so a check about something else does not fail for it.
-    return attempt(lambda: leak_report(Output(gqa(lab, context=8)), DIM, 7, device))
+    return lab.attempt(lambda: leak_report(Output(gqa(lab, context=8)), DIM, 7, device))
 
 
 def shown_weights(T=DROPOUT_TOKENS):
@@ -177,13 +177,13 @@ def gqa_dropout(lab, device):
         module = gqa(lab, T, T + 1, T + 1, 1, 1, dropout=DROPOUT_P)
         return dropout_report(Output(load_by_name(module, shown_weights(T), spare_biases=True)), device)
 
-    return {"out": attempt(run)}
+    return {"out": lab.attempt(run)}
 
 
 @PROBES.add("s8.gqa.eval")
 def gqa_eval(lab, device):
     weights = gqa_weights(2, 1, False, d_in=5, d_out=4, seed=840, prefix="inner.")
-    return attempt(eval_report, lambda p: Output(gqa(lab, 5, 4, 8, 2, 1, dropout=p)), weights, device,
+    return lab.attempt(eval_report, lambda p: Output(gqa(lab, 5, 4, 8, 2, 1, dropout=p)), weights, device,
                    spare_biases=True)
 
 
@@ -240,12 +240,13 @@ def cache(lab, device):
     def after_six(more):  # 6 + 4 tokens fill CONTEXT exactly; 6 + 5 are one past it
         return context_edge(cached(), X[:, :6], Y[:, :more], device)
 
-    return {"steps": attempt(lambda: decode(cached(), X, one_by_one, device, "one token at a time")),
+    return {"steps": lab.attempt(lambda: decode(cached(), X, one_by_one, device, "one token at a time")),
             # the same layer's own full forward: a report's picture of each decoded position's error
-            "full": attempt(lambda: plain(split(cached()(X.to(device).clone()))[0], "the output of the full forward")),
-            "pieces": attempt(lambda: decode(cached(), X, PIECES, device, "in pieces")["out"]),
-            "reset": attempt(reset), "overflow": attempt(after_six, CONTEXT - 5),
-            "fits": attempt(after_six, CONTEXT - 6)}
+            "full": lab.attempt(lambda: plain(split(cached()(X.to(device).clone()))[0],
+                                              "the output of the full forward")),
+            "pieces": lab.attempt(lambda: decode(cached(), X, PIECES, device, "in pieces")["out"]),
+            "reset": lab.attempt(reset), "overflow": lab.attempt(after_six, CONTEXT - 5),
+            "fits": lab.attempt(after_six, CONTEXT - 6)}
 
 
 # ---------------------------------------------------------------- fast attention
@@ -272,8 +273,8 @@ def fast_known(lab, device):
                               spare_biases=True)
         return forward(module.to(device).eval(), X4.to(device))
 
-    return {"heads2": attempt(run, 2, 4, False), "heads3_bias": attempt(run, 3, 6, True),
-            "heads1": attempt(run, 1, 4, False), "heads4": attempt(run, 4, 8, False)}
+    return {"heads2": lab.attempt(run, 2, 4, False), "heads3_bias": lab.attempt(run, 3, 6, True),
+            "heads1": lab.attempt(run, 1, 4, False), "heads4": lab.attempt(run, 4, 8, False)}
 
 
 @PROBES.add("s8.fast.structure")
@@ -287,7 +288,7 @@ def fast_structure(lab, device):
                   for name in ("qkv", "out_proj")}
         return {"layers": layers, "parameters": sorted(n for n, _ in module.named_parameters())}
 
-    return {"bias": attempt(run, True), "no_bias": attempt(run, False)}
+    return {"bias": lab.attempt(run, True), "no_bias": lab.attempt(run, False)}
 
 
 _SDPA = F.scaled_dot_product_attention
@@ -318,7 +319,7 @@ def fast_sdpa(lab, device):
             module(x)
         return {"calls": seen.calls, "causal": seen.causal, "masked": seen.masked}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 FAST_SHAPES = MHA_SHAPES  # the fast layer keeps stage 4's contract: the same configurations
@@ -326,18 +327,18 @@ FAST_SHAPES = MHA_SHAPES  # the fast layer keeps stage 4's contract: the same co
 
 @PROBES.add("s8.fast.shapes")
 def fast_shapes(lab, device):
-    return {"reports": shape_reports(
+    return {"reports": shape_reports(lab,
         lambda cfg: fast(lab, cfg.get("d_in", D_IN), cfg["d_out"], heads=cfg["heads"]), FAST_SHAPES, device)}
 
 
 @PROBES.add("s8.fast.divisibility")
 def fast_divisibility(lab, device):
-    return attempt(raised, lambda: fast(lab, 4, 6, 8, 0.0, 4))
+    return lab.attempt(raised, lambda: fast(lab, 4, 6, 8, 0.0, 4))
 
 
 @PROBES.add("s8.fast.leak")
 def fast_leak(lab, device):
-    return attempt(lambda: leak_report(fast(lab, context=6), D_IN, 6, device))
+    return lab.attempt(lambda: leak_report(fast(lab, context=6), D_IN, 6, device))
 
 
 @PROBES.add("s8.fast.dropout")
@@ -348,19 +349,19 @@ def fast_dropout(lab, device):
         module = load_by_name(fast(lab, T, T + 1, T, DROPOUT_P, 1), fused(shown_weights(T)), spare_biases=True)
         return dropout_report(module, device)
 
-    return {"out": attempt(run)}
+    return {"out": lab.attempt(run)}
 
 
 @PROBES.add("s8.fast.eval")
 def fast_eval(lab, device):
     weights = fused(mha_weights(4, False, seed=860))
-    return attempt(eval_report, lambda p: fast(lab, D_IN, 4, 8, p, 2), weights, device, D_IN,
+    return lab.attempt(eval_report, lambda p: fast(lab, D_IN, 4, 8, p, 2), weights, device, D_IN,
                    spare_biases=True)
 
 
 @PROBES.add("s8.fast.gradients")
 def fast_gradients(lab, device):
-    return attempt(lambda: gradient_report(fast(lab, bias=True).to(device), X4.to(device)))
+    return lab.attempt(lambda: gradient_report(fast(lab, bias=True).to(device), X4.to(device)))
 
 
 # ---------------------------------------------------------------- speed
@@ -418,4 +419,4 @@ def fast_speed(lab, device):
         except speed.Unfit as exc:
             raise ProbeError(str(exc)) from None
 
-    return attempt(run)
+    return lab.attempt(run)

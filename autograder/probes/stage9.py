@@ -5,7 +5,7 @@ query sees), so its probes run without the guard that refuses it.
 """
 import torch
 
-from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes, attempt, dropout_report, eval_report,
+from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes, dropout_report, eval_report,
                      gradient_report, leak_report, left_behind, linear_weights, load_by_name, meta_summary, plain,
                      raised, randn, shape_reports)
 from .stage3 import D_IN
@@ -50,8 +50,8 @@ def rope_tables(lab, device):
         return pair_of_tensors(lab.frontier.rope_tables(head_dim, context, base),
                                f"rope_tables({head_dim}, {context}, base={base})")
 
-    return {**{case: attempt(run, *args) for case, args in TABLE_CASES.items()},
-            "odd": attempt(raised, lambda: lab.frontier.rope_tables(5, 4))}
+    return {**{case: lab.attempt(run, *args) for case, args in TABLE_CASES.items()},
+            "odd": lab.attempt(raised, lambda: lab.frontier.rope_tables(5, 4))}
 
 
 Q = randn(2, 3, 5, 8, seed=91)  # (batch, heads, seq, head_dim)
@@ -77,16 +77,16 @@ def rope_apply(lab, device):
         q, k = randn(1, 1, 1, 8, seed=92), randn(1, 1, 1, 8, seed=93)
         return torch.tensor([float((plain(rotate(q, m)) * plain(rotate(k, n))).sum()) for m, n in RELATIVE])
 
-    return {"at0": attempt(lambda: plain(rotate(Q))), "at3": attempt(lambda: plain(rotate(Q, 3))),
-            "float64": attempt(lambda: plain(rotate(Q.double(), 1))), "untouched": attempt(untouched),
+    return {"at0": lab.attempt(lambda: plain(rotate(Q))), "at3": lab.attempt(lambda: plain(rotate(Q, 3))),
+            "float64": lab.attempt(lambda: plain(rotate(Q.double(), 1))), "untouched": lab.attempt(untouched),
             # below float32 the tables' own dtype shows: float32 tables times a bfloat16 x is float32
-            "bfloat16": attempt(lambda: str(rotate(Q.to(torch.bfloat16), 1).dtype).replace("torch.", "")),
-            "relative": attempt(relative),
-            "past_end": attempt(raised, lambda: lab.frontier.apply_rope(Q.to(device, copy=True), cos[:4], sin[:4]),
+            "bfloat16": lab.attempt(lambda: str(rotate(Q.to(torch.bfloat16), 1).dtype).replace("torch.", "")),
+            "relative": lab.attempt(relative),
+            "past_end": lab.attempt(raised, lambda: lab.frontier.apply_rope(Q.to(device, copy=True), cos[:4], sin[:4]),
                                 any_error=True),
             # the edges with an offset: 5 tokens from position 1 fill 6 rows exactly; from 2 they are one past
-            "offset_fits": attempt(raised, lambda: rotate_within(1), any_error=True),
-            "offset_past": attempt(raised, lambda: rotate_within(2), any_error=True)}
+            "offset_fits": lab.attempt(raised, lambda: rotate_within(1), any_error=True),
+            "offset_past": lab.attempt(raised, lambda: rotate_within(2), any_error=True)}
 
 
 def rope_gqa(lab, bias=True, context=CONTEXT, **options):
@@ -104,7 +104,7 @@ def rope_gqa_known(lab, device):
         return plain(split(known_rope_gqa(lab, device, **options)(X[:, :FULL].to(device).clone()))[0],
                      "the output of forward")
 
-    return {"base10000": attempt(run), "base100": attempt(run, rope_base=100.0)}
+    return {"base10000": lab.attempt(run), "base100": lab.attempt(run, rope_base=100.0)}
 
 
 @PROBES.add("s9.ropegqa.cache", golden=True)
@@ -116,8 +116,9 @@ def rope_gqa_cache(lab, device):
 
     # The layer's own full forward too, with the same weights: only when it is right does a wrong decode
     # point at the cache's offset (a lone first token never depends on RoPE, whatever RoPE does).
-    full = attempt(lambda: plain(split(known_rope_gqa(lab, device)(x.to(device, copy=True)))[0], "the full forward"))
-    return {"steps": attempt(steps, (1,) * FULL), "pieces": attempt(lambda: steps(PIECES)["out"]), "full": full}
+    full = lab.attempt(lambda: plain(split(known_rope_gqa(lab, device)(x.to(device, copy=True)))[0],
+                                     "the full forward"))
+    return {"steps": lab.attempt(steps, (1,) * FULL), "pieces": lab.attempt(lambda: steps(PIECES)["out"]), "full": full}
 
 
 @PROBES.add("s9.ropegqa.limits")
@@ -126,7 +127,7 @@ def rope_gqa_limits(lab, device):
     def after_six(more):
         return context_edge(rope_gqa(lab, context=10).to(device).eval(), X[:, :6], X[:, 6:6 + more], device)
 
-    return {"fits": attempt(after_six, 4), "past": attempt(after_six, 5)}
+    return {"fits": lab.attempt(after_six, 4), "past": lab.attempt(after_six, 5)}
 
 
 @PROBES.add("s9.ropegqa.tables")
@@ -138,10 +139,10 @@ def rope_gqa_tables(lab, device):
         tables = {name: {"buffer": name in buffers, "device": getattr(module, name).device.type
                          if isinstance(getattr(module, name, None), torch.Tensor) else "none"}
                   for name in ("cos", "sin")}
-        out = attempt(lambda: split(module.eval()(X[:, :3].to(device).clone()))[0].device.type)
+        out = lab.attempt(lambda: split(module.eval()(X[:, :3].to(device).clone()))[0].device.type)
         return {"tables": tables, "state_dict": sorted(module.state_dict()), "forward": out}
 
-    return attempt(run)
+    return lab.attempt(run)
 
 
 @PROBES.add("s9.structure")
@@ -154,10 +155,10 @@ def layer_structure(lab, device):
     report = {}
     for bias in (True, False):
         key = "bias" if bias else "no_bias"
-        report[f"rope_gqa_{key}"] = attempt(parameters, lambda: rope_gqa(lab, bias=bias))
-        report[f"gqa_{key}"] = attempt(parameters, lambda: lab.modern.GroupedQueryAttention(
+        report[f"rope_gqa_{key}"] = lab.attempt(parameters, lambda: rope_gqa(lab, bias=bias))
+        report[f"gqa_{key}"] = lab.attempt(parameters, lambda: lab.modern.GroupedQueryAttention(
             DIM, DIM, CONTEXT, HEADS, KV_HEADS, qkv_bias=bias))
-        report[f"swa_{key}"] = attempt(parameters, lambda: swa(lab, bias=bias))
+        report[f"swa_{key}"] = lab.attempt(parameters, lambda: swa(lab, bias=bias))
     return report
 
 
@@ -179,13 +180,13 @@ def swa_as_mha(lab, device):
         module = load_by_name(swa(lab, D_IN, d_out, 8, heads, window=8, bias=bias), weights, spare_biases=True)
         return plain(split(module.to(device).eval()(X4.to(device).clone()))[0], "the output of forward")
 
-    return {"heads2": attempt(run, 2, 4, False), "heads3_bias": attempt(run, 3, 6, True)}
+    return {"heads2": lab.attempt(run, 2, 4, False), "heads3_bias": lab.attempt(run, 3, 6, True)}
 
 
 @PROBES.add("s9.swa.band")
 def swa_band(lab, device):
     # context one longer than the input (here and for dropout): the edge is s9.swa.errors' to judge
-    return attempt(lambda: leak_report(Output(swa(lab, context=10, window=BAND_WINDOW)), DIM, 9, device))
+    return lab.attempt(lambda: leak_report(Output(swa(lab, context=10, window=BAND_WINDOW)), DIM, 9, device))
 
 
 def rolling(module, x, pieces, device, what="SlidingWindowAttention.forward"):
@@ -229,26 +230,26 @@ def swa_cache(lab, device):
             return {"refused": f"ValueError: {str(exc)[:200]}"}
         return {"decoded": decoded, "alone": torch.cat(alone, 1)}
 
-    return {"full": attempt(lambda: plain(split(known()(X.to(device).clone()))[0], "the output of forward")),
-            "steps": attempt(rolling, known(), X, (1,) * X.shape[1], device),
-            "pieces": attempt(rolling, known(), X, (5, 4, 3, 1), device),
+    return {"full": lab.attempt(lambda: plain(split(known()(X.to(device).clone()))[0], "the output of forward")),
+            "steps": lab.attempt(rolling, known(), X, (1,) * X.shape[1], device),
+            "pieces": lab.attempt(rolling, known(), X, (5, 4, 3, 1), device),
             # past context_length, as the contract allows with a cache: 10 tokens one by one in a context of 6,
             # and what each token's window alone gives (a band has no positions: the last 3 tokens are all it sees)
-            "past_context": attempt(past_context, (1,) * 10),
+            "past_context": lab.attempt(past_context, (1,) * 10),
             # and in two pieces of 5: each fits in the context alone, though the 2 cached tokens and the second
             # piece together do not; one less than the context, so that a `>=` bound is left to s9.swa.errors
-            "past_context_pieces": attempt(past_context, (5, 5)),
+            "past_context_pieces": lab.attempt(past_context, (5, 5)),
             # window 1 keeps nothing: where k[:, :, -(window - 1):] keeps everything
-            "window1": attempt(lambda: rolling(swa(lab, window=1).to(device).eval(), X[:, :4], (1,) * 4, device,
+            "window1": lab.attempt(lambda: rolling(swa(lab, window=1).to(device).eval(), X[:, :4], (1,) * 4, device,
                                                "SlidingWindowAttention(..., window=1).forward")["held"])}
 
 
 @PROBES.add("s9.swa.errors")
 def swa_errors(lab, device):
-    return {"window0": attempt(raised, lambda: swa(lab, window=0)),
-            "divisible": attempt(raised, lambda: swa(lab, d_out=10)),
-            "too_long": attempt(raised, lambda: swa(lab, context=6)(X[:, :7].to(device).clone()), any_error=True),
-            "fits": attempt(raised, lambda: swa(lab, context=6)(X[:, :6].to(device).clone()), any_error=True)}
+    return {"window0": lab.attempt(raised, lambda: swa(lab, window=0)),
+            "divisible": lab.attempt(raised, lambda: swa(lab, d_out=10)),
+            "too_long": lab.attempt(raised, lambda: swa(lab, context=6)(X[:, :7].to(device).clone()), any_error=True),
+            "fits": lab.attempt(raised, lambda: swa(lab, context=6)(X[:, :6].to(device).clone()), any_error=True)}
 
 
 SWA_SHAPES = [
@@ -263,7 +264,7 @@ def swa_shapes(lab, device):
     def build(cfg):
         return Output(swa(lab, cfg.get("d_in", DIM), cfg["d_out"], CONTEXT, cfg["heads"], cfg["window"]))
 
-    return {"reports": shape_reports(build, SWA_SHAPES, device)}
+    return {"reports": shape_reports(lab, build, SWA_SHAPES, device)}
 
 
 @PROBES.add("s9.swa.dropout")
@@ -274,13 +275,13 @@ def swa_dropout(lab, device):
         module = swa(lab, T, T + 1, T + 1, 1, window=T, dropout=DROPOUT_P)
         return dropout_report(Output(load_by_name(module, shown_weights(T), spare_biases=True)), device)
 
-    return {"out": attempt(run)}
+    return {"out": lab.attempt(run)}
 
 
 @PROBES.add("s9.swa.eval")
 def swa_eval(lab, device):
     weights = gqa_weights(2, 2, False, d_in=5, d_out=4, seed=960, prefix="inner.")
-    return attempt(eval_report, lambda p: Output(swa(lab, 5, 4, 8, 2, window=3, dropout=p)), weights, device,
+    return lab.attempt(eval_report, lambda p: Output(swa(lab, 5, 4, 8, 2, window=3, dropout=p)), weights, device,
                    spare_biases=True)
 
 
@@ -316,7 +317,7 @@ def known_mla(lab, device):
 
 @PROBES.add("s9.mla.known")
 def mla_known(lab, device):
-    return attempt(lambda: plain(split_latent(known_mla(lab, device)(X[:, :FULL].to(device).clone()))[0]))
+    return lab.attempt(lambda: plain(split_latent(known_mla(lab, device)(X[:, :FULL].to(device).clone()))[0]))
 
 
 @PROBES.add("s9.mla.cache")
@@ -334,8 +335,8 @@ def mla_cache(lab, device):
         return context_edge(mla(lab, context=10).to(device).eval(), X[:, :8], X[:, 8:8 + more], device,
                             split_latent, tokens_at=(1, 3))
 
-    return {"steps": attempt(steps, (1,) * FULL), "pieces": attempt(steps, PIECES),
-            "overflow": attempt(after_eight, 3), "fits": attempt(after_eight, 2)}
+    return {"steps": lab.attempt(steps, (1,) * FULL), "pieces": lab.attempt(steps, PIECES),
+            "overflow": lab.attempt(after_eight, 3), "fits": lab.attempt(after_eight, 2)}
 
 
 @PROBES.add("s9.mla.structure")
@@ -344,13 +345,13 @@ def mla_structure(lab, device):
         module = mla(lab, 10, 12, 8, 3, 5)
         return {name: list(p.shape) for name, p in module.named_parameters()}
 
-    return {"parameters": attempt(run), "divisible": attempt(raised, lambda: mla(lab, d_out=10, heads=4))}
+    return {"parameters": lab.attempt(run), "divisible": lab.attempt(raised, lambda: mla(lab, d_out=10, heads=4))}
 
 
 @PROBES.add("s9.mla.leak")
 def mla_leak(lab, device):
     # a context one longer than the input: the edge is s9.mla.context_limit's to judge
-    return attempt(lambda: leak_report(Output(mla(lab, context=8), split_latent), DIM, 7, device))
+    return lab.attempt(lambda: leak_report(Output(mla(lab, context=8), split_latent), DIM, 7, device))
 
 
 @PROBES.add("s9.mla.dropout")
@@ -366,22 +367,22 @@ def mla_dropout(lab, device):
                    "out_proj.weight": shown["out_proj.weight"], "out_proj.bias": shown["out_proj.bias"]}
         return dropout_report(Output(load_by_name(module, weights, spare_biases=True), split_latent), device)
 
-    return {"out": attempt(run)}
+    return {"out": lab.attempt(run)}
 
 
 @PROBES.add("s9.mla.eval")
 def mla_eval(lab, device):
     weights = mla_weights(5, 4, 3, seed=980, prefix="inner.")
-    return attempt(eval_report, lambda p: Output(mla(lab, 5, 4, 8, 2, 3, dropout=p), split_latent), weights, device,
+    return lab.attempt(eval_report, lambda p: Output(mla(lab, 5, 4, 8, 2, 3, dropout=p), split_latent), weights, device,
                    spare_biases=True)
 
 
 @PROBES.add("s9.gradients")
 def gradients(lab, device):
     x = X[:, :6].to(device)
-    return {"rope_gqa": attempt(lambda: gradient_report(Output(rope_gqa(lab)).to(device), x)),
-            "swa": attempt(lambda: gradient_report(Output(swa(lab, bias=True)).to(device), x)),
-            "mla": attempt(lambda: gradient_report(Output(mla(lab), split_latent).to(device), x))}
+    return {"rope_gqa": lab.attempt(lambda: gradient_report(Output(rope_gqa(lab)).to(device), x)),
+            "swa": lab.attempt(lambda: gradient_report(Output(swa(lab, bias=True)).to(device), x)),
+            "mla": lab.attempt(lambda: gradient_report(Output(mla(lab), split_latent).to(device), x))}
 
 
 # ---------------------------------------------------------------- what a cache costs
@@ -407,9 +408,9 @@ def cost(lab, device):
             raise ProbeError(f"kv_cache_bytes returned a {type(got).__name__}; it should return a number of bytes")
         return float(got)
 
-    return {**{case: attempt(run, *args) for case, args in COST_CASES.items()},
-            "unknown": attempt(raised, lambda: lab.frontier.kv_cache_bytes("dense", 1, 8, 1, 64, 4)),
-            "missing": attempt(raised, lambda: lab.frontier.kv_cache_bytes("mla", 1, 8, 1, 64, 4))}
+    return {**{case: lab.attempt(run, *args) for case, args in COST_CASES.items()},
+            "unknown": lab.attempt(raised, lambda: lab.frontier.kv_cache_bytes("dense", 1, 8, 1, 64, 4)),
+            "missing": lab.attempt(raised, lambda: lab.frontier.kv_cache_bytes("mla", 1, 8, 1, 64, 4))}
 
 
 # ---------------------------------------------------------------- contracts shared by the three layers
@@ -436,7 +437,7 @@ def layer_shapes(lab, device):
         return Output(mla(lab, d_in, d_out, CONTEXT, 4 if d_out == DIM else 2, LATENT if d_out == DIM else 3),
                       split_latent)
 
-    return {"reports": shape_reports(build, LAYER_SHAPES, device)}
+    return {"reports": shape_reports(lab, build, LAYER_SHAPES, device)}
 
 
 @PROBES.add("s9.devices")
@@ -451,7 +452,7 @@ def devices(lab, device):
             with trace:
                 return meta_summary(module(X[:, :5].to(device).clone())[0])["device"]
 
-        out = attempt(forward_there)
+        out = lab.attempt(forward_there)
         return {"left_behind": left_behind(module, device), "strays": trace.strays, "forward": out}
 
-    return {"swa": attempt(run, lambda: swa(lab)), "mla": attempt(run, lambda: mla(lab))}
+    return {"swa": lab.attempt(run, lambda: swa(lab)), "mla": lab.attempt(run, lambda: mla(lab))}

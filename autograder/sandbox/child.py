@@ -184,9 +184,9 @@ def main(job_path: str) -> None:
         exact_float32()
         with torch.enable_grad(), hand or contextlib.nullcontext():
             if task.kind == "import":
-                result = probes.attempt(lambda: lab.load(task.name) and {"ok": True})
+                result = lab.attempt(lambda: lab.load(task.name) and {"ok": True})
             else:
-                result = probes.attempt(table[task.name].fn, lab, task.device)
+                result = lab.attempt(table[task.name].fn, lab, task.device)
         if task.device == "cuda":
             _surface_cuda_errors()
         # Checked after every task, before anything is saved: torch.save may have been patched too.
