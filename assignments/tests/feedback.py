@@ -107,7 +107,7 @@ RECORD_FIELDS = {"type": str, "message": str, "where": str, "code": str, "functi
 
 
 def is_error_record(obs: object) -> bool:
-    """``{"error": record}`` as ``attempt`` (or the runner) writes it for a call that raised: that one key,
+    """``{"error": record}`` as ``Lab.attempt`` (or the runner) writes it for a call that raised: that one key,
     and a record with every field ``problem`` gives one, of its type (a record may say more, such as why a
     file was left out). The one test of it: a student's own dict with an ``"error"`` key (a parameter named
     ``error``, in a report of parameters by name) is the student's data, not an error."""

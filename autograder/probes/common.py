@@ -479,7 +479,7 @@ def padding_report(run, x, padded, mask, all_padded):
 def raised(make, any_error=False):
     """Which of ValueError / AssertionError ``make()`` raised ("" for none), and its message.
 
-    Other exceptions (a stub's NotImplementedError, a crash) propagate to ``attempt``; with
+    Other exceptions (a stub's NotImplementedError, a crash) propagate to ``lab.attempt``; with
     ``any_error``, every exception but NotImplementedError is recorded the same way (where the
     likely wrong answer is an error of another type, such as an index out of range)."""
     try:

@@ -4,7 +4,7 @@ Forked by the fork server (``server.py``), which has run ``preload`` once. Every
 ``confine.arm`` is trusted set-up that runs before any student code. The probes come from the
 module the job names (``protocol.PROBES``), imported by that name: it offers ``PROBES`` (name ->
 probe, with ``fn`` and ``library_attention``), ``Lab`` (lazy access to the student's modules) and
-``attempt`` (a call whose exception becomes an error record). Per task it writes the task's index
+``lab.attempt`` (a call whose exception becomes an error record). Per task it writes the task's index
 to ``CURRENT`` (so the parent can blame a crash or hang on it) and then one file of plain data,
 atomically (see ``protocol``).
 """
