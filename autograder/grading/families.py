@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..probes.common import DROPOUT_P
+from .pictures import dropout_map, leak_map, moved_and_left
 from .judging import (check_device, check_dropout, check_eval, check_gradients, check_leak, check_shapes,
                       expect_book_batch, get)
 from .registry import MOVES, NUMERIC, VISIBLE, Checks
@@ -17,23 +18,26 @@ from .registry import MOVES, NUMERIC, VISIBLE, Checks
 class Family:
     """A check every layer of its kind gets, the same way: the last part of its probe's name (the probe
     module's ``<prefix>.<probe>``), its usual title (``{name}``: the layer's class; ``{p}``: the dropout
-    probability of the probes), its devices, and its judge, ``judge(obs, ctx, name)``."""
+    probability of the probes), its devices, its judge, ``judge(obs, ctx, name)``, and its picture of the
+    student's observation, ``draw(obs, name)``, where one says more than the feedback."""
     probe: str
     title: str
     judge: Callable
     devices: tuple = NUMERIC
+    draw: Callable | None = None
 
 
 # The families, by the name each gives its check (``<prefix>.<family>``).
 FAMILIES = {
     "no_leak": Family("leak", "{name} never lets a token see a later token",
-                      lambda obs, ctx, name: check_leak(obs, name)),
+                      lambda obs, ctx, name: check_leak(obs, name), draw=leak_map),
     "dropout": Family("dropout", "{name} dropout (p={p}) acts on the attention weights, scaled by 1/(1-p)",
-                      lambda obs, ctx, name: check_dropout(get(obs, "out"), DROPOUT_P, name)),
+                      lambda obs, ctx, name: check_dropout(get(obs, "out"), DROPOUT_P, name), draw=dropout_map),
     "eval": Family("eval", "{name} in eval mode is deterministic and equals dropout=0",
                    lambda obs, ctx, name: check_eval(obs, name)),
     "device": Family("device", "{name} moves to another device, mask included",
-                     lambda obs, ctx, name: check_device(obs, ctx.device, name), devices=MOVES),
+                     lambda obs, ctx, name: check_device(obs, ctx.device, name), devices=MOVES,
+                     draw=moved_and_left),
     "gradients": Family("gradients", "gradients reach every parameter of {name}",
                         lambda obs, ctx, name: check_gradients(obs, name)),
 }
@@ -49,6 +53,8 @@ def layer(checks: Checks, prefix: str, name: str, titles: dict | None = None, **
         title = (titles or {}).get(family) or kind.title.format(name=name, p=DROPOUT_P)
         checks.add(f"{prefix}.{family}", points=worth, probe=f"{prefix}.{kind.probe}", devices=kind.devices,
                    title=title)(functools.partial(kind.judge, name=name))
+        if kind.draw is not None:  # a stage's own way to draw the probe (``Checks.pictures``) comes first
+            checks.drawn.setdefault(f"{prefix}.{kind.probe}", functools.partial(kind.draw, what=name))
 
 
 def d_out_wide(cfg):

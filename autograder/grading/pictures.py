@@ -155,28 +155,16 @@ def moved_and_left(obs, what) -> list[Picture]:
 
 
 def draw(check, obs) -> list[Picture]:
-    """The pictures of ``check`` for the student's observation ``obs`` (of its probe, on cpu)."""
-    drawn, names = _declared()
-    probe = check.probe
-    owner = names.get(probe.rsplit(".", 1)[0], probe)
-    if probe in drawn:
-        return drawn[probe](obs)
-    if probe.endswith(".leak"):
-        return leak_map(obs, owner)
-    if probe.endswith(".dropout"):
-        return dropout_map(obs, owner)
-    if probe.endswith(".device"):
-        return moved_and_left(obs, owner)
-    return []
+    """The pictures of ``check`` for the student's observation ``obs`` (of its probe, on cpu), as its stage
+    declared them (``Checks.drawn``); none where it declared none."""
+    how = _declared().get(check.probe)
+    return how(obs) if how is not None else []
 
 
 @lru_cache(maxsize=1)
-def _declared() -> tuple[dict, dict]:
-    """What the stages' modules of checks declare (``Checks.pictures``): probe -> how to draw it, and a
-    probe's prefix -> the student's callable, gathered."""
+def _declared() -> dict:
+    """probe -> how to draw it, as every stage's module of checks declares it, gathered."""
     drawn: dict = {}
-    names: dict = {}
     for checks in declared().values():
         drawn.update(checks.drawn)
-        names.update(checks.names)
-    return drawn, names
+    return drawn

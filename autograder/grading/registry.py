@@ -83,15 +83,12 @@ class Checks(list):
         super().__init__()
         self.stage = stage
         self.drawn: dict[str, Callable] = {}  # probe -> draw(obs): its pictures (``grading.pictures``)
-        self.names: dict[str, str] = {}  # a probe's prefix -> the student's callable its pictures are titled with
         self.looked: tuple[str, str] | None = None  # the notebook's "Look at your attention" cell (``look``)
 
-    def pictures(self, draw=None, names=None):
-        """Declare this stage's pictures: ``draw``, probe -> ``draw(obs)`` (a list of ``Picture``), for a
-        probe drawn its own way; ``names``, a probe's prefix (``"s3.causal"``) -> the student's callable,
-        which titles the family pictures (``.leak``, ``.dropout``, ``.device``) of the probes under it."""
-        self.drawn.update(draw or {})
-        self.names.update(names or {})
+    def pictures(self, draw: dict[str, Callable]):
+        """Declare this stage's pictures: probe -> ``draw(obs)``, a list of ``Picture`` (the family checks of
+        ``families.layer`` declare theirs). A probe declared here is drawn this way, whatever its family."""
+        self.drawn.update(draw)
 
     def look(self, imported: str, shown: str):
         """The stage's notebook draws the student's own attention weights for the book's sentence:

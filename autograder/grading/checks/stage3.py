@@ -114,4 +114,4 @@ CHECKS.pictures(draw={
     "s3.mask_fill": lambda o: book_weights(o, "causal_weights_by_fill", book.CAUSAL_WEIGHTS, True),
     "s3.causal.seeded": lambda o: seen_weights(o, "CausalAttention(3, 2, 6, 0.0), seed 123", True),
     "s3.causal.state_dict": lambda o: kept_and_lost(o, "CausalAttention"),
-}, names={"s3.causal": "CausalAttention"})
+})

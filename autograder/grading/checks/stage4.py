@@ -110,5 +110,4 @@ def param_count(obs, ctx):
 CHECKS.pictures(draw={
     "s4.wrapper.seeded": lambda o: seen_weights(o, "MultiHeadAttentionWrapper, seed 123", True),
     "s4.mha.seeded": lambda o: seen_weights(o, "MultiHeadAttention, seed 123", True),
-}, names={"s4.mha": "MultiHeadAttention", "s4.pytorch": "MultiHeadAttentionPyTorch",
-          "s4.wrapper": "MultiHeadAttentionWrapper"})
+})

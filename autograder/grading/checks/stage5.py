@@ -4,6 +4,7 @@ from ..forms import is_error_record
 from ..judging import LAYER, device_mismatch, expect, expect_close, get
 from ..registry import MOVES, NUMERIC, Checks
 from ..judging import check_device
+from ..pictures import moved_and_left
 from .stage3 import check_state_dict
 
 CHECKS = Checks(5)
@@ -64,4 +65,4 @@ def without_state_dict(obs, ctx):
     check_state_dict(obs[WITHOUT], WITHOUT, persists=False)
 
 
-CHECKS.pictures(names={"s5": "the two layers of stage 5"})
+CHECKS.pictures(draw={"s5.device": lambda o: moved_and_left(o, "the two layers of stage 5")})

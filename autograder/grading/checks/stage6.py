@@ -149,5 +149,4 @@ def padded_weights(obs, what) -> list[Picture]:
                     + "outlined: padded keys, which must get 0; each row sums to 1 over the real keys")]
 
 
-CHECKS.pictures(draw={"s6.softmax": lambda o: padded_weights(o, "masked_softmax")},
-                names={"s6.masked": "MaskedSelfAttention", "s6.mhsa": "MultiHeadSelfAttention"})
+CHECKS.pictures(draw={"s6.softmax": lambda o: padded_weights(o, "masked_softmax")})

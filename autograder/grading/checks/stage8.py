@@ -245,5 +245,4 @@ def fast_speed(obs, ctx):
     return Note(text, {SPEED: speed.median_ratio(report)})
 
 
-CHECKS.pictures(draw={"s8.cache": lambda o: cache_errors(o, "GroupedQueryAttention")},
-                names={"s8.gqa": "GroupedQueryAttention", "s8.fast": "FastMultiHeadAttention"})
+CHECKS.pictures(draw={"s8.cache": lambda o: cache_errors(o, "GroupedQueryAttention")})

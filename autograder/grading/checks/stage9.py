@@ -539,6 +539,4 @@ def cost_errors(obs, ctx):
 
 
 CHECKS.pictures(
-    draw={"s9.swa.band": lambda o: leak_map(o, f"SlidingWindowAttention, window {BAND_WINDOW}", window=BAND_WINDOW)},
-    names={"s9.swa": "SlidingWindowAttention", "s9.mla": "MultiHeadLatentAttention",
-           "s9.ropegqa": "RopeGroupedQueryAttention"})
+    draw={"s9.swa.band": lambda o: leak_map(o, f"SlidingWindowAttention, window {BAND_WINDOW}", window=BAND_WINDOW)})
