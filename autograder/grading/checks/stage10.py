@@ -21,7 +21,7 @@ from ...public import tiny_gpt
 from ...public.pictures import Picture, head_pictures
 from ..judging import (check_eval, check_inverted_dropout, check_leak, close, expect, expect_close, expect_parameters,
                        get)
-from ..pictures import dropout_map, leak_map, observed_tensor
+from ..pictures import leak_map, observed_tensor
 from ..registry import NUMERIC, Checks, Fail
 
 CHECKS = Checks(10)
@@ -481,5 +481,4 @@ def trained_heads(obs) -> list[Picture]:
     return list(head_pictures(weights, list(HEADS_SAMPLE), period=HEADS_SAMPLE.index(" ") + 1))
 
 
-CHECKS.pictures(draw={"s10.gpt.trained": trained_heads, "s10.gpt.leak": lambda o: leak_map(o, "GPTModel"),
-                      "s10.gpt.dropout": lambda o: dropout_map(o, "GPTModel")})
+CHECKS.pictures(draw={"s10.gpt.trained": trained_heads, "s10.gpt.leak": lambda o: leak_map(o, "GPTModel")})

@@ -13,7 +13,7 @@ from ..families import layer
 from ..judging import (ALL_HIDDEN_HINT, LAYER, check_value_error, check_gradients, check_inverted_dropout,
                        check_padding, close, expect, expect_close, expect_finite, expect_golden, expect_parameters,
                        expect_rows_sum_to_one, forward_failure, get, same)
-from ..pictures import dropout_map, encoding_table, moved_and_left
+from ..pictures import encoding_table, moved_and_left
 from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(7)
@@ -348,6 +348,4 @@ def gradients(obs, ctx):
 
 
 CHECKS.pictures(draw={"s7.pe.table": lambda o: encoding_table(o, "PositionalEncoding"),
-                      "s7.pe.device": lambda o: moved_and_left(o, "PositionalEncoding"),
-                      "s7.sdpa.dropout": lambda o: dropout_map(o, "s7.sdpa.dropout"),
-                      "s7.ffn.dropout": lambda o: dropout_map(o, "s7.ffn.dropout")})
+                      "s7.pe.device": lambda o: moved_and_left(o, "PositionalEncoding")})
