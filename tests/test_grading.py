@@ -42,8 +42,9 @@ def test_stubs_get_zero_and_say_not_implemented(stubs):
 
 
 def test_syntax_error_names_file_and_line_and_other_stages_still_grade(make_submission, root):
-    text = (root / "solutions" / "attention_lab" / "causal.py").read_text().replace(
-        "num_tokens = x.shape[1]\n", "num_tokens = x.shape[1\n", 1)
+    reference = (root / "solutions" / "attention_lab" / "causal.py").read_text()
+    text = reference.replace("num_tokens = x.shape[1]", "num_tokens = x.shape[1", 1)  # a bracket left open
+    assert text != reference
     results = by_id(grade(make_submission(causal=text), stages={1, 2, 3, 5}).results)
     feedback = results["s3.causal.seeded"].feedback
     assert "could not import attention_lab/causal.py" in feedback and "causal.py line" in feedback, feedback

@@ -27,14 +27,14 @@ class CausalAttentionWithoutBuffers(nn.Module):
     def forward(self, x):
         # TODO: the same computation as CausalAttention.forward in causal.py.
         ### BEGIN SOLUTION
-        num_tokens = x.shape[1]
-        queries = self.W_query(x)
+        num_tokens = x.shape[1]  # x: (batch, num_tokens, d_in)
+        queries = self.W_query(x)  # (batch, num_tokens, d_out), as keys and values
         keys = self.W_key(x)
         values = self.W_value(x)
-        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores = queries @ keys.transpose(1, 2)  # (batch, num_tokens, num_tokens)
         attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
-        return self.dropout(attn_weights) @ values
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # each row sums to 1
+        return self.dropout(attn_weights) @ values  # (batch, num_tokens, d_out)
         ### END SOLUTION
 
 

@@ -56,7 +56,7 @@ def rope_tables(head_dim, context_length, base=10000.0):
         raise ValueError(f"head_dim ({head_dim}) must be even: RoPE rotates pairs of dimensions")
     frequencies = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
     angles = torch.arange(context_length, dtype=torch.float32)[:, None] * frequencies[None, :]
-    angles = torch.cat([angles, angles], dim=-1)
+    angles = torch.cat([angles, angles], dim=-1)  # (context_length, head_dim): each pair's angle, twice
     return angles.cos(), angles.sin()
     ### END SOLUTION
 
@@ -89,7 +89,7 @@ def apply_rope(x, cos, sin, offset=0):
         raise ValueError(f"positions {offset}..{offset + seq - 1} are past the tables' {cos.shape[0]} positions")
     cos = cos[offset:offset + seq].to(x.dtype)
     sin = sin[offset:offset + seq].to(x.dtype)
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)  # (..., seq, head_dim), as x
     return x * cos + rotated * sin
     ### END SOLUTION
 
@@ -130,6 +130,7 @@ class RopeGroupedQueryAttention(GroupedQueryAttention):
         def heads(t, count):
             return t.view(b, n, count, self.head_dim).transpose(1, 2)
 
+        # (b, num_heads, n, head_dim); keys and values (b, num_kv_heads, n, head_dim), turned from position past
         queries = apply_rope(heads(self.W_query(x), self.num_heads), self.cos, self.sin, past)
         keys = apply_rope(heads(self.W_key(x), self.num_kv_heads), self.cos, self.sin, past)
         values = heads(self.W_value(x), self.num_kv_heads)
@@ -199,8 +200,8 @@ class SlidingWindowAttention(nn.Module):
         if cache is not None:
             keys = torch.cat([cache[0], keys], dim=2)
             values = torch.cat([cache[1], values], dim=2)
-        seen = torch.ones(n, kept + n, dtype=torch.bool, device=x.device)
-        seen = seen.tril(kept).triu(kept - self.window + 1)
+        seen = torch.ones(n, kept + n, dtype=torch.bool, device=x.device)  # (n new queries, kept + n keys)
+        seen = seen.tril(kept).triu(kept - self.window + 1)  # a band: itself and the window - 1 before it
         context = _attend(queries, keys, values, ~seen, self.dropout)
         keep = max(0, min(self.window - 1, kept + n))
         return self.out_proj(context), (keys[:, :, kept + n - keep:], values[:, :, kept + n - keep:])
@@ -262,13 +263,14 @@ class MultiHeadLatentAttention(nn.Module):
         past = 0 if cache is None else cache.shape[1]
         if past + n > self.mask.shape[0]:
             raise ValueError(f"{past} cached + {n} new tokens exceed context_length ({self.mask.shape[0]})")
-        latents = self.W_kv_down(x)
+        latents = self.W_kv_down(x)  # (b, n, latent_dim): all the cache keeps of each token
         if cache is not None:
             latents = torch.cat([cache, latents], dim=1)
 
         def heads(t):
             return t.view(b, t.shape[1], self.num_heads, self.head_dim).transpose(1, 2)
 
+        # queries (b, num_heads, n, head_dim); keys and values (b, num_heads, past + n, head_dim), from the latents
         queries, keys, values = heads(self.W_query(x)), heads(self.W_key_up(latents)), heads(self.W_value_up(latents))
         context = _attend(queries, keys, values, self.mask[past:past + n, :past + n], self.dropout)
         return self.out_proj(context), latents

@@ -106,19 +106,20 @@ class GroupedQueryAttention(nn.Module):
         if past + n > self.mask.shape[0]:
             raise ValueError(f"{past} cached + {n} new tokens exceed context_length ({self.mask.shape[0]})")
 
-        def heads(t, count):
+        def heads(t, count):  # (b, n, count * head_dim) -> (b, count, n, head_dim)
             return t.view(b, n, count, self.head_dim).transpose(1, 2)
 
-        queries = heads(self.W_query(x), self.num_heads)
-        keys = heads(self.W_key(x), self.num_kv_heads)
+        queries = heads(self.W_query(x), self.num_heads)  # (b, num_heads, n, head_dim)
+        keys = heads(self.W_key(x), self.num_kv_heads)  # (b, num_kv_heads, n, head_dim), as values
         values = heads(self.W_value(x), self.num_kv_heads)
-        if cache is not None:
+        if cache is not None:  # the past's keys and values first: (b, num_kv_heads, past + n, head_dim)
             keys = torch.cat([cache[0], keys], dim=2)
             values = torch.cat([cache[1], values], dim=2)
         groups = self.num_heads // self.num_kv_heads
-        scores = queries @ repeat_kv(keys, groups).transpose(2, 3) / self.head_dim ** 0.5
-        scores = scores.masked_fill(self.mask[past:past + n, :past + n], -torch.inf)
+        scores = queries @ repeat_kv(keys, groups).transpose(2, 3) / self.head_dim ** 0.5  # (b, num_heads, n, past + n)
+        scores = scores.masked_fill(self.mask[past:past + n, :past + n], -torch.inf)  # the new tokens' rows
         weights = self.dropout(torch.softmax(scores, dim=-1))
+        # (b, num_heads, n, head_dim) -> (b, n, num_heads, head_dim) -> (b, n, d_out)
         context = (weights @ repeat_kv(values, groups)).transpose(1, 2).reshape(b, n, self.d_out)
         return self.out_proj(context), (keys, values)
         ### END SOLUTION
@@ -167,8 +168,9 @@ class FastMultiHeadAttention(nn.Module):
         #       only; merge the heads back to (b, n, d_out) and apply out_proj.
         ### BEGIN SOLUTION
         b, n, _ = x.shape
+        # (b, n, 3 * d_out) -> (b, n, 3, num_heads, head_dim) -> 3 x (b, num_heads, n, head_dim)
         queries, keys, values = self.qkv(x).view(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        context = F.scaled_dot_product_attention(queries, keys, values, is_causal=True,
+        context = F.scaled_dot_product_attention(queries, keys, values, is_causal=True,  # (b, num_heads, n, head_dim)
                                                  dropout_p=self.dropout_p if self.training else 0.0)
         return self.out_proj(context.transpose(1, 2).reshape(b, n, self.d_out))
         ### END SOLUTION

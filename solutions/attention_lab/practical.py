@@ -51,9 +51,9 @@ class SelfAttentionFused(nn.Module):
         # TODO: one call of self.qkv, then split the result into Q, K, V (torch.split or .chunk
         #       along the last dim); scores Q @ K^T scaled by 1/sqrt(dim); softmax; @ V.
         ### BEGIN SOLUTION
-        queries, keys, values = self.qkv(x).split(self.dim, dim=-1)
-        scores = queries @ keys.transpose(-2, -1) / self.dim ** 0.5
-        return torch.softmax(scores, dim=-1) @ values
+        queries, keys, values = self.qkv(x).split(self.dim, dim=-1)  # (batch, seq, 3 * dim) -> 3 x (batch, seq, dim)
+        scores = queries @ keys.transpose(-2, -1) / self.dim ** 0.5  # (batch, seq, seq)
+        return torch.softmax(scores, dim=-1) @ values  # (batch, seq, dim)
         ### END SOLUTION
 
 
@@ -82,12 +82,12 @@ class MaskedSelfAttention(nn.Module):
         #       hides keys, so give it a query axis first (unsqueeze(1)); masked_softmax;
         #       dropout on the weights; @ values.
         ### BEGIN SOLUTION
-        queries, keys, values = self.q(x), self.k(x), self.v(x)
-        scores = queries @ keys.transpose(-2, -1) / self.dim ** 0.5
+        queries, keys, values = self.q(x), self.k(x), self.v(x)  # each (batch, seq, dim)
+        scores = queries @ keys.transpose(-2, -1) / self.dim ** 0.5  # (batch, seq, seq)
         if attention_mask is not None and attention_mask.dim() == 2:
             attention_mask = attention_mask.unsqueeze(1)  # (batch, 1, seq): the same keys for every query
         weights = self.attention_dropout(masked_softmax(scores, attention_mask))
-        return weights @ values
+        return weights @ values  # (batch, seq, dim)
         ### END SOLUTION
 
 
@@ -125,12 +125,12 @@ class MultiHeadSelfAttention(nn.Module):
         ### BEGIN SOLUTION
         batch, seq, hidden = x.shape
 
-        def heads(t):
+        def heads(t):  # (batch, seq, hidden) -> (batch, num_heads, seq, head_dim)
             return t.view(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)
 
         queries, keys, values = heads(self.q_proj(x)), heads(self.k_proj(x)), heads(self.v_proj(x))
-        scores = queries @ keys.transpose(-2, -1) / self.head_dim ** 0.5
+        scores = queries @ keys.transpose(-2, -1) / self.head_dim ** 0.5  # (batch, num_heads, seq, seq)
         weights = self.attention_dropout(masked_softmax(scores, attention_mask))
-        context = (weights @ values).transpose(1, 2).reshape(batch, seq, hidden)
+        context = (weights @ values).transpose(1, 2).reshape(batch, seq, hidden)  # the heads merged back
         return self.o_proj(context)
         ### END SOLUTION

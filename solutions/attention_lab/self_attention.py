@@ -50,12 +50,12 @@ class SelfAttention_v1(nn.Module):
         # TODO: queries/keys/values are x @ W; scores are queries @ keys transposed;
         #       scale by 1/sqrt(d_k), softmax over the last dim, then weight the values.
         ### BEGIN SOLUTION
-        queries = x @ self.W_query
+        queries = x @ self.W_query  # (..., num_tokens, d_in) @ (d_in, d_out) -> (..., num_tokens, d_out)
         keys = x @ self.W_key
         values = x @ self.W_value
-        attn_scores = queries @ keys.transpose(-2, -1)
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
-        return attn_weights @ values
+        attn_scores = queries @ keys.transpose(-2, -1)  # (..., num_tokens, num_tokens)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # each row sums to 1
+        return attn_weights @ values  # (..., num_tokens, d_out)
         ### END SOLUTION
 
 
@@ -76,12 +76,12 @@ class SelfAttention_v2(nn.Module):
 
     def forward(self, x):
         ### BEGIN SOLUTION
-        queries = self.W_query(x)
+        queries = self.W_query(x)  # (..., num_tokens, d_out): nn.Linear stores its weight as (d_out, d_in)
         keys = self.W_key(x)
         values = self.W_value(x)
-        attn_scores = queries @ keys.transpose(-2, -1)
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
-        return attn_weights @ values
+        attn_scores = queries @ keys.transpose(-2, -1)  # (..., num_tokens, num_tokens)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)  # each row sums to 1
+        return attn_weights @ values  # (..., num_tokens, d_out)
         ### END SOLUTION
 
 

@@ -32,13 +32,13 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
     #       *before* the softmax; softmax over the keys; dropout on the weights if given.
     ### BEGIN SOLUTION
     d_k = query.size(-1)
-    scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)
+    scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (..., queries, keys)
     if mask is not None:
         scores = scores.masked_fill(mask == 0, -1e9)
     weights = scores.softmax(dim=-1)
     if dropout is not None:
         weights = dropout(weights)
-    return weights @ value, weights
+    return weights @ value, weights  # (..., queries, d_v), and the weights
     ### END SOLUTION
 
 
@@ -93,12 +93,12 @@ class MultiHeadedAttention(nn.Module):
         batch = query.size(0)
         if mask is not None:
             mask = mask.unsqueeze(1)  # the same mask for every head
-        query, key, value = [
+        query, key, value = [  # each (batch, tokens, d_model) -> (batch, h, tokens, d_k)
             lin(x).view(batch, -1, self.h, self.d_k).transpose(1, 2)
             for lin, x in zip(self.linears, (query, key, value))
         ]
         x, _ = scaled_dot_product_attention(query, key, value, mask=mask, dropout=self.dropout)
-        x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_k)
+        x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_k)  # the heads side by side: (batch, tokens, d_model)
         return self.linears[-1](x)
         ### END SOLUTION
 
@@ -146,7 +146,7 @@ class PositionalEncoding(nn.Module):
         pe = torch.zeros(max_len, d_model)
         pe[:, 0::2] = torch.sin(position * frequency)
         pe[:, 1::2] = torch.cos(position * frequency)
-        self.register_buffer("pe", pe.unsqueeze(0))
+        self.register_buffer("pe", pe.unsqueeze(0))  # (1, max_len, d_model): added to every batch
         ### END SOLUTION
 
     def forward(self, x):
