@@ -221,17 +221,16 @@ CASES = {
 
 @functools.cache
 def cuda_start_bytes() -> int:
-    """The resident memory of a process that has started CUDA as a grading child starts it (the driver,
-    cuBLAS, the attention kernels), or 0 where no GPU is. On a GPU machine each child holds it, and it is
+    """What starting CUDA, as a grading child starts it (the driver, cuBLAS, the attention kernels), adds to
+    a process's resident memory; 0 where no GPU is. On a GPU machine each child holds it, and it is
     CUDA's, not the grader's: an H100 run measured 1.01 GiB for the class with a 1400 x 1400 softmax in it."""
-    script = (
+    script = (  # the peak after CUDA's start, less the peak of the process before it (Python and torch)
         "import resource, torch\n"
         "from autograder.sandbox.child import _warm_cuda\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "if torch.cuda.is_available():\n"
         "    _warm_cuda()\n"
-        "    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\n"
-        "else:\n"
-        "    print(0)\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n"
     )
     code, stdout = ForkedPython(script, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}).result(timeout=BOUND_S)
     assert code == 0, stdout

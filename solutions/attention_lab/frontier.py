@@ -130,7 +130,8 @@ class RopeGroupedQueryAttention(GroupedQueryAttention):
         def heads(t, count):
             return t.view(b, n, count, self.head_dim).transpose(1, 2)
 
-        # (b, num_heads, n, head_dim); keys and values (b, num_kv_heads, n, head_dim), turned from position past
+        # (b, num_heads, n, head_dim); keys and values (b, num_kv_heads, n, head_dim); queries and keys turned
+        # from position past, values not
         queries = apply_rope(heads(self.W_query(x), self.num_heads), self.cos, self.sin, past)
         keys = apply_rope(heads(self.W_key(x), self.num_kv_heads), self.cos, self.sin, past)
         values = heads(self.W_value(x), self.num_kv_heads)
