@@ -56,22 +56,21 @@ def become_subreaper() -> None:
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def proc_stat(pid: int | str) -> list[bytes] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None."""
+def proc_stat(pid: int | str) -> list[bytes]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first); none where it cannot be
+    read (the process is gone): a field asked of that list raises the IndexError its readers catch."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             return f.read().rsplit(b")", 1)[1].split()  # the name may hold spaces and ")"
     except (OSError, IndexError):
-        return None
+        return []
 
 
 def _stat_all() -> list[tuple[int, int, int]]:
     """(pid, ppid, uid) of every process."""
     found = []
     for name in os.listdir("/proc"):
-        fields = proc_stat(name) if name.isdigit() else None
-        if fields is None:
-            continue
+        fields = proc_stat(name) if name.isdigit() else []
         try:
             found.append((int(name), int(fields[1]), os.stat(f"/proc/{name}").st_uid))
         except (OSError, IndexError, ValueError):
@@ -105,8 +104,7 @@ def _living(pids: list[int]) -> list[int]:
 
 
 def _is_zombie(pid: int) -> bool:
-    fields = proc_stat(pid)
-    return fields is not None and bool(fields) and fields[0] == b"Z"
+    return proc_stat(pid)[:1] == [b"Z"]
 
 
 def reap(pids: Iterable[int]) -> None:

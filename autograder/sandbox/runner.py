@@ -307,7 +307,6 @@ def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, s
     """``run_tasks`` for one set of tasks, in children one after another. ``stop``: another set runs in
     children of the same server at the same time (the caller sweeps up after both); when it is set, the
     other has failed, and this one stops (``_Stopped``)."""
-    beside = stop is not None
     deadline = time.monotonic() + worst_case_s(tasks, timeout_s)
     linux.become_subreaper()
     ws = Workspace(submission, server.uid, server.gid)
@@ -318,7 +317,7 @@ def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, s
     alone, retried = None, set()  # a task held up by the machine, run again by itself
     try:
         while pending:
-            if beside and stop.is_set():  # type: ignore[union-attr]  # beside: stop is not None
+            if stop is not None and stop.is_set():
                 raise _Stopped()
             left = deadline - time.monotonic()
             if left <= 0:
@@ -583,18 +582,17 @@ class _Ahead:
 def _stood_aside(pid: int) -> bool:
     """Whether process ``pid`` made itself wait: a higher nice value, another scheduling policy or fewer
     CPUs than the grader's (it was forked with the grader's own)."""
-    fields = linux.proc_stat(pid)  # None where it cannot be read: indexing it raises the TypeError caught below
+    fields = linux.proc_stat(pid)
     try:
-        nice, policy = int(fields[16]), int(fields[38])  # type: ignore[index]  # /proc/<pid>/stat's 19th, 41st fields
+        nice, policy = int(fields[16]), int(fields[38])  # /proc/<pid>/stat's 19th and 41st fields
         return (nice > os.getpriority(os.PRIO_PROCESS, 0) or policy != os.sched_getscheduler(0)
                 or os.sched_getaffinity(pid) < os.sched_getaffinity(0))
-    except (TypeError, IndexError, ValueError, OSError):
+    except (IndexError, ValueError, OSError):
         return True  # it cannot be told: the machine gets no benefit of the doubt here
 
 
 def _stopped(pid: int) -> bool:
-    fields = linux.proc_stat(pid)
-    return bool(fields) and fields[0] == b"T"  # type: ignore[index]  # bool(fields): not None
+    return linux.proc_stat(pid)[:1] == [b"T"]
 
 
 _TICKS, _PAGE = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
@@ -602,10 +600,10 @@ _TICKS, _PAGE = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
 
 def _usage(pid: int) -> tuple[float, int]:
     """(CPU seconds, resident bytes) of process ``pid``; zeros when it cannot be read."""
-    fields = linux.proc_stat(pid)  # None where it cannot be read: indexing it raises the TypeError caught below
+    fields = linux.proc_stat(pid)
     try:
-        return (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * _PAGE  # type: ignore[index]
-    except (TypeError, IndexError, ValueError):
+        return (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * _PAGE
+    except (IndexError, ValueError):
         return 0.0, 0
 
 
