@@ -320,8 +320,7 @@ def weight_pictures(weights: torch.Tensor, tokens: Sequence[str] = TOKENS, title
         rows = list(tokens) if len(tokens) == n_q else [str(i) for i in range(n_q)]
         cols = list(tokens) if len(tokens) == n_k else [str(i) for i in range(n_k)]
         future = torch.ones(n_q, n_k, dtype=torch.bool).triu(1) if causal else None
-        # future is a tensor whenever causal: mypy cannot tie the two
-        flagged = future & (w.abs() > 1e-6) if causal else None  # type: ignore[operator]
+        flagged = future & (w.abs() > 1e-6) if future is not None else None
         off = row_sum_problem(w, rows)
         note = (f"{off}; every row of attention weights sums to 1" if off else
                 "each row sums to 1" + ("; outlined: the future, which must get 0" if causal else ""))
