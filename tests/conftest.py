@@ -100,6 +100,18 @@ def ref():
 
 
 @pytest.fixture(scope="session")
+def grading_server():
+    """One fork server for the tests whose point is a verdict, its feedback or its pictures, not how a
+    grading starts: each grading is still a child of its own, forked as a class's are by grade-all, without
+    a new Python and a fresh torch import each (about 2 s a grading on two cores). How ``grade`` starts its
+    own server is what the command-line tests, the isolation tests, the load tests and the bench run."""
+    from autograder.sandbox.forkserver import ForkServer
+
+    with ForkServer(meta=True) as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
 def reference_observations():
     """What every probe the registry uses returns for the reference, on cpu and meta: {Task: observation}."""
     from autograder.grading.grade import plan

@@ -47,8 +47,8 @@ def student(root, tmp_path_factory):
     return folder
 
 
-def test_grade_gives_every_point_and_says_stage_8_was_the_kits(student):
-    graded = grade(student, config=CONFIG)
+def test_grade_gives_every_point_and_says_stage_8_was_the_kits(student, grading_server):
+    graded = grade(student, config=CONFIG, server=grading_server)
     assert {n: t.points for n, t in stage_totals(graded.results).items()} == FULL
     assert any("modern.py is given in this course" in note for note in graded.notes)
 
@@ -105,7 +105,7 @@ def test_nbgrader_import_puts_every_point_in_the_gradebook(root, tmp_path):
 GPT_COURSE = from_data({"stages": [10], "given": [3, 4, 8]})  # stage 10 alone: its model is made of stages 3, 4 and 8
 
 
-def test_a_gpt_course_gives_every_point_with_grade_and_gradescope(root, tmp_path):
+def test_a_gpt_course_gives_every_point_with_grade_and_gradescope(root, tmp_path, grading_server):
     """Stage 10 taught alone, the stages its code imports given: a perfect student who wrote gpt.py only
     gets every point, from the handout (the other files stubs) and from Gradescope (gpt.py alone)."""
     gpt = reference_code(root)["gpt"]
@@ -113,7 +113,7 @@ def test_a_gpt_course_gives_every_point_with_grade_and_gradescope(root, tmp_path
     shutil.copytree(root / "assignments" / "attention_lab", folder / "attention_lab")
     (folder / "attention_lab" / "gpt.py").write_text(gpt)
     full = {10: GPT_COURSE.max_points(10)}
-    graded = grade(folder, config=GPT_COURSE)
+    graded = grade(folder, config=GPT_COURSE, server=grading_server)
     assert {n: t.points for n, t in stage_totals(graded.results).items()} == full
     archive = tmp_path / "autograder.zip"
     export_gradescope(archive, GPT_COURSE)

@@ -31,9 +31,9 @@ def break_judge(monkeypatch, when=lambda obs: True):
     monkeypatch.setitem(registry(), BROKEN, dataclasses.replace(check, judge=buggy))
 
 
-def test_a_judge_bug_is_the_graders_error_of_that_check_alone(monkeypatch, root):
+def test_a_judge_bug_is_the_graders_error_of_that_check_alone(monkeypatch, root, grading_server):
     break_judge(monkeypatch)
-    graded = grade(root / "solutions", stages={1})
+    graded = grade(root / "solutions", stages={1}, server=grading_server)
     by_id = {r.id: r for r in graded.results}
     assert by_id[BROKEN].status == ERROR and by_id[BROKEN].points == 0
     assert by_id[BROKEN].feedback == GRADER_ERROR  # no traceback, no exception, nothing of the kit

@@ -18,13 +18,13 @@ def by_id(results):
 
 
 @pytest.fixture(scope="module")
-def reference(root):
-    return grade(root / "solutions").results
+def reference(root, grading_server):
+    return grade(root / "solutions", server=grading_server).results
 
 
 @pytest.fixture(scope="module")
-def stubs(root):
-    return grade(root / "assignments").results
+def stubs(root, grading_server):
+    return grade(root / "assignments", server=grading_server).results
 
 
 def test_reference_gets_full_marks(reference):
@@ -41,18 +41,18 @@ def test_stubs_get_zero_and_say_not_implemented(stubs):
         assert r.cause == "untouched", (r.id, r.cause)  # what the table, the class summary and results.json read
 
 
-def test_syntax_error_names_file_and_line_and_other_stages_still_grade(make_submission, root):
+def test_syntax_error_names_file_and_line_and_other_stages_still_grade(make_submission, root, grading_server):
     reference = (root / "solutions" / "attention_lab" / "causal.py").read_text()
     text = reference.replace("num_tokens = x.shape[1]", "num_tokens = x.shape[1", 1)  # a bracket left open
     assert text != reference
-    results = by_id(grade(make_submission(causal=text), stages={1, 2, 3, 5}).results)
+    results = by_id(grade(make_submission(causal=text), stages={1, 2, 3, 5}, server=grading_server).results)
     feedback = results["s3.causal.seeded"].feedback
     assert "could not import attention_lab/causal.py" in feedback and "causal.py line" in feedback, feedback
     assert all(r.passed for r in results.values() if r.stage in (1, 2, 5))
 
 
-def test_import_error_is_reported(make_submission):
-    results = grade(make_submission(simple="import no_such_module\n"), stages={1}).results
+def test_import_error_is_reported(make_submission, grading_server):
+    results = grade(make_submission(simple="import no_such_module\n"), stages={1}, server=grading_server).results
     assert all("ModuleNotFoundError" in r.feedback and "simple.py line 1" in r.feedback for r in results)
 
 
@@ -135,7 +135,7 @@ def test_grading_elsewhere_than_linux_stops_with_a_sentence(monkeypatch, capsys,
     assert "grading needs Linux, and this is darwin" in said and "WSL 2" in said and "Traceback" not in said
 
 
-def test_every_check_is_accounted_for_even_without_a_result(monkeypatch, root):
+def test_every_check_is_accounted_for_even_without_a_result(monkeypatch, root, grading_server):
     """A check whose observation never came back fails with a message; none is silently dropped."""
     from autograder.grading import grade as grading
 
@@ -147,7 +147,7 @@ def test_every_check_is_accounted_for_even_without_a_result(monkeypatch, root):
         return run
 
     monkeypatch.setattr(grading, "run_tasks", lose_one)
-    results = grade(root / "solutions", stages={1}).results
+    results = grade(root / "solutions", stages={1}, server=grading_server).results
     assert len(results) == len(all_checks({1}))
     lost = [r for r in results if not r.passed]
     # "[cpu] no result ..." where the check also ran, and passed, on cuda

@@ -54,21 +54,27 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 from autograder.errors import GradingError
 from autograder.sandbox import runner
-for name, value in json.loads(sys.argv[3]).items():
-    setattr(runner, name, value)
 from autograder.grading.grade import grade
 from autograder.sandbox.forkserver import ForkServer
 with ForkServer() as server:
     server.boot()._ensure_running()  # torch imported while the CPU is quiet: the load is the task's alone
-    print("warm", flush=True)
-    sys.stdin.readline()  # the busy processes have started
-    try:
-        graded = grade(sys.argv[2], stages={1}, timeout_s=3, server=server)
-    except GradingError as exc:
-        print(json.dumps({"grading_error": str(exc)}))
-    else:
-        r = next(r for r in graded.results if r.id == "s1.context_vector")
-        print(json.dumps({"passed": r.passed, "feedback": r.feedback}))
+    for request in sys.stdin:  # one grading a line: the submission and the runner's settings for it
+        asked = json.loads(request)
+        kept = {name: getattr(runner, name) for name in asked["settings"]}
+        for name, value in asked["settings"].items():
+            setattr(runner, name, value)
+        print("warm", flush=True)
+        sys.stdin.readline()  # the busy processes have started
+        try:
+            graded = grade(asked["submission"], stages={1}, timeout_s=3, server=server)
+        except GradingError as exc:
+            said = {"grading_error": str(exc)}
+        else:
+            r = next(r for r in graded.results if r.id == "s1.context_vector")
+            said = {"passed": r.passed, "feedback": r.feedback}
+        for name, value in kept.items():
+            setattr(runner, name, value)
+        print(json.dumps(said), flush=True)
 '''
 
 
@@ -77,68 +83,88 @@ with ForkServer() as server:
 STANDS_ASIDE = SLOW_BUT_HONEST.replace("    import time\n", "    import os, time\n    os.nice(19)\n")
 
 
-def graded_on_one_busy_cpu(tmp_path, code=SLOW_BUT_HONEST, **runner_settings):
+@pytest.fixture(scope="module")
+def starved_grader(tmp_path_factory):
+    """One grading process and its fork server on CPU 0 for every starved-task test of this module: each
+    grading is its own child as ever, and the process imports the grader and the server imports torch
+    once, not once a test (about 4 s each on one CPU)."""
+    errors = tmp_path_factory.mktemp("starved") / "stderr"
+    with errors.open("w") as stderr, subprocess.Popen(
+            [sys.executable, "-c", STARVED_SCRIPT, str(ROOT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=stderr, text=True, preexec_fn=lambda: os.sched_setaffinity(0, {0})) as grading:
+        try:
+            yield grading, errors
+        finally:
+            grading.kill()  # never a test that waits for ever
+            grading.communicate()
+
+
+def _line_within(grading, seconds):
+    said = select.select([grading.stdout], [], [], seconds)[0]
+    return grading.stdout.readline().strip() if said else ""
+
+
+def graded_on_one_busy_cpu(starved_grader, tmp_path, code=SLOW_BUT_HONEST, **runner_settings):
     """Grade the slow-but-honest stage 1 with the grader, its children and two busy processes all
     on CPU 0, with ``runner_settings`` in place of the runner's. Each busy process and the child have a
     session of their own, and the scheduler shares a CPU between sessions: the task gets about a third
     of the CPU (the grader mostly sleeps), so its 2 s of CPU take about 6 s of wall clock against its
-    limit of 3 s. The busy processes start once the grader and its fork server have imported torch: the
-    load falls on the graded task, and the test does not wait for imports at a third of a CPU. With the
-    busy processes in one session, its share was a half to two thirds, and that 3 s limit was within
-    the noise of both sides."""
+    limit of 3 s. The busy processes start once the grader and its fork server have imported torch (and
+    stop before the next test): the load falls on the graded task, and the test does not wait for imports
+    at a third of a CPU. With the busy processes in one session, its share was a half to two thirds, and
+    that 3 s limit was within the noise of both sides."""
     sub = tmp_path / "slow"
     shutil.copytree(ROOT / "solutions" / "attention_lab", sub / "attention_lab")
     simple = sub / "attention_lab" / "simple.py"
     simple.write_text(simple.read_text() + code)
-    with subprocess.Popen([sys.executable, "-c", STARVED_SCRIPT, str(ROOT), str(sub), json.dumps(runner_settings)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          preexec_fn=lambda: os.sched_setaffinity(0, {0})) as grading:
-        try:
-            said = select.select([grading.stdout], [], [], 300)[0]  # its imports and the fork server's, done quiet
-            warm = bool(said) and grading.stdout.readline().strip() == "warm"
-            with busy(2 * warm, cpus={0}, sessions=True):
-                out, err = grading.communicate("go\n", timeout=300)
-        except subprocess.TimeoutExpired:
-            grading.kill()  # never a test that waits for ever
-            raise
-    assert warm and grading.returncode == 0, err[-3000:]
-    return json.loads(out.strip().splitlines()[-1])
+    grading, errors = starved_grader
+    grading.stdin.write(json.dumps({"submission": str(sub), "settings": runner_settings}) + "\n")
+    grading.stdin.flush()
+    warm = _line_within(grading, 300) == "warm"  # its imports and the fork server's, done quiet
+    with busy(2 * warm, cpus={0}, sessions=True):
+        if warm:
+            grading.stdin.write("go\n")
+            grading.stdin.flush()
+        said = _line_within(grading, 300)
+    assert warm and said, f"the grading process said nothing ({grading.poll()}):\n{errors.read_text()[-3000:]}"
+    return json.loads(said)
 
 
-def test_a_task_held_up_by_the_machine_keeps_its_check(tmp_path):
-    seen = graded_on_one_busy_cpu(tmp_path)
+def test_a_task_held_up_by_the_machine_keeps_its_check(starved_grader, tmp_path):
+    seen = graded_on_one_busy_cpu(starved_grader, tmp_path)
     assert seen.get("passed"), seen
 
 
-def test_its_own_clock_alone_keeps_the_check(tmp_path):
+def test_its_own_clock_alone_keeps_the_check(starved_grader, tmp_path):
     """No second run (nothing counts as held up): the clock that leaves out the wait is enough."""
     needs(_kernel_keeps_waits(), "the kernel keeps no run-queue waits here")
-    seen = graded_on_one_busy_cpu(tmp_path, STARVED_SHARE=1e9)
+    seen = graded_on_one_busy_cpu(starved_grader, tmp_path, STARVED_SHARE=1e9)
     assert seen.get("passed"), seen
 
 
-def test_with_the_wait_charged_and_no_more_time_alone_the_busy_machine_costs_the_check(tmp_path):
+def test_with_the_wait_charged_and_no_more_time_alone_the_busy_machine_costs_the_check(starved_grader, tmp_path):
     """Both layers taken away (the wait counts against the task, and the second run, which every
     timeout gets here, has no more time than the first): the same honest code loses the check, and
     the feedback says it was run again alone."""
-    seen = graded_on_one_busy_cpu(tmp_path, UNCHARGED_WAIT=False, STARVED_SHARE=-1.0, ALONE_WALL_FACTOR=1.0)
+    seen = graded_on_one_busy_cpu(starved_grader, tmp_path, UNCHARGED_WAIT=False, STARVED_SHARE=-1.0,
+                                  ALONE_WALL_FACTOR=1.0)
     assert seen.get("passed") is False and "run again alone with 3 s" in seen["feedback"], seen
 
 
-def test_a_machine_too_busy_to_grade_stops_the_grading_rather_than_charge_the_check(tmp_path):
+def test_a_machine_too_busy_to_grade_stops_the_grading_rather_than_charge_the_check(starved_grader, tmp_path):
     """With only 1.2 x its time in wall clock, the starved task cannot finish: the grading stops as
     the grader's failure, and says why."""
     needs(_kernel_keeps_waits(), "the kernel keeps no run-queue waits here")
-    seen = graded_on_one_busy_cpu(tmp_path, BUSY_WALL_FACTOR=1.2)
+    seen = graded_on_one_busy_cpu(starved_grader, tmp_path, BUSY_WALL_FACTOR=1.2)
     assert "too busy to grade" in seen.get("grading_error", ""), seen
 
 
-def test_a_task_that_makes_itself_wait_is_charged_not_excused_as_starved(tmp_path):
+def test_a_task_that_makes_itself_wait_is_charged_not_excused_as_starved(starved_grader, tmp_path):
     """Reniced to 19 beside busy processes, the task waits nearly all the time and uses no CPU: past
     the backstop it is charged with its timeout, not excused as the machine's (which would leave the
     student ungraded, "not the submission's fault")."""
     needs(_kernel_keeps_waits(), "the kernel keeps no run-queue waits here")
-    seen = graded_on_one_busy_cpu(tmp_path, STANDS_ASIDE, BUSY_WALL_FACTOR=1.2)
+    seen = graded_on_one_busy_cpu(starved_grader, tmp_path, STANDS_ASIDE, BUSY_WALL_FACTOR=1.2)
     assert seen.get("passed") is False and "timed out after 3 s" in seen["feedback"], seen
 
 

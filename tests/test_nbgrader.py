@@ -169,8 +169,8 @@ def page_text(path):
     return html.unescape(re.sub(r"<[^>]+>", "", path.read_text()))
 
 
-def kit_points(folder):
-    return {stage: t.points for stage, t in stage_totals(grade(folder).results).items()}
+def kit_points(folder, server):
+    return {stage: t.points for stage, t in stage_totals(grade(folder, server=server).results).items()}
 
 
 def test_release_has_no_solution_and_no_hidden_check(course):
@@ -213,12 +213,13 @@ def public_lines():
     return {line.strip() for text in texts for line in text.splitlines()}
 
 
-def test_autograde_gives_the_same_points_per_stage_as_attention_lab_grade(course):
+def test_autograde_gives_the_same_points_per_stage_as_attention_lab_grade(course, grading_server):
     course, _ = course
     book = gradebook(course)
     for student in ("alice", "bob", "carol"):
         folder = course / "submitted" / student / ASSIGNMENT
-        assert book[student] == kit_points(folder), f"{student}: nbgrader and attention-lab grade disagree"
+        assert book[student] == kit_points(folder, grading_server), \
+            f"{student}: nbgrader and attention-lab grade disagree"
     assert book["alice"] == {n: max_points(n) for n in STAGES}
     assert book["bob"] == {n: 0 for n in STAGES}
     carol = book["carol"]
@@ -260,19 +261,19 @@ def test_students_modules_are_not_replaced_at_autograde(course):
             assert (autograded / path.name).read_text() == path.read_text(), f"{student}'s {path.name} was replaced"
 
 
-def test_grading_a_single_notebook_grades_its_stage(course):
+def test_grading_a_single_notebook_grades_its_stage(course, grading_server):
     course, _ = course
     notebook = course / "submitted" / "carol" / ASSIGNMENT / "stage2_self_attention.ipynb"
-    results = grade(notebook).results
+    results = grade(notebook, server=grading_server).results
     assert {r.stage for r in results} == {2}
-    assert kit_points(notebook) == {2: gradebook(course)["carol"][2]}
+    assert kit_points(notebook, grading_server) == {2: gradebook(course)["carol"][2]}
 
 
-def test_feedback_shows_failed_checks_and_no_hidden_expected_value(course):
+def test_feedback_shows_failed_checks_and_no_hidden_expected_value(course, grading_server):
     course, _ = course
     page = (course / "feedback" / "carol" / ASSIGNMENT / "stage3_causal.html").read_text()
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
-    failed = [r for r in grade(course / "submitted" / "carol" / ASSIGNMENT).results
+    failed = [r for r in grade(course / "submitted" / "carol" / ASSIGNMENT, server=grading_server).results
               if r.stage == 3 and not r.passed]
     assert failed, "carol should fail a stage 3 check"
     for r in failed:  # wrapped at words: the page's blocks keep their lines as they are
@@ -328,11 +329,11 @@ def public_numbers():
     return set(re.findall(r"-?\d+\.\d{4}\b", text)) | {f"{float(v):.4f}" for v in re.findall(r"-?\d+\.\d+", text)}
 
 
-def test_a_kernel_side_grader_can_be_gamed_and_the_isolated_one_cannot(course):
+def test_a_kernel_side_grader_can_be_gamed_and_the_isolated_one_cannot(course, grading_server):
     """The README's claim, shown: nbgrader runs grade cells in the student's kernel."""
     course, _ = course
     folder = course / "submitted" / "mallory" / ASSIGNMENT
-    assert kit_points(folder) == {n: 0 for n in STAGES}
+    assert kit_points(folder, grading_server) == {n: 0 for n in STAGES}
     assert gradebook(course)["mallory"][1] == max_points(1), "the attack on nbgrader's kernel no longer works"
 
 
@@ -355,13 +356,14 @@ def test_import_gives_the_kernel_cheat_nothing(course, imported):
     assert gradebook(imported[0])["mallory"] == {n: 0 for n in STAGES}
 
 
-def test_import_runs_no_kernel_and_feedback_shows_the_trusted_verdicts(imported):
+def test_import_runs_no_kernel_and_feedback_shows_the_trusted_verdicts(imported, grading_server):
     course, _ = imported
     carol = course / "autograded" / "carol" / ASSIGNMENT / "stage3_causal.ipynb"
     outputs = [o for c in json.loads(carol.read_text())["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
     assert not any("warnings on" in "".join(o.get("text", "")) for o in outputs), "carol's own cell was run"
     text = page_text(course / "feedback" / "carol" / ASSIGNMENT / "stage3_causal.html")
-    failed = [r for r in grade(course / "submitted" / "carol" / ASSIGNMENT).results if r.stage == 3 and not r.passed]
+    failed = [r for r in grade(course / "submitted" / "carol" / ASSIGNMENT, server=grading_server).results
+              if r.stage == 3 and not r.passed]
     assert failed
     for r in failed:  # wrapped at words: the page's blocks keep their lines as they are
         assert " ".join(r.feedback.splitlines()[0].split()) in " ".join(text.split()), \

@@ -60,7 +60,7 @@ def test_show_attention_draws_the_books_sentence_per_head_and_flags_a_leak(root,
         show_attention(lambda x: x + 1)
 
 
-def test_pictures_of_hidden_probes_show_the_students_numbers_not_the_references(root):
+def test_pictures_of_hidden_probes_show_the_students_numbers_not_the_references(root, grading_server):
     """Draw every probe of every stage from an observation whose tensors are all zeros: any
     number a picture then shows that is not 0 would have come from somewhere other than the
     student's output. The book's printed weights (public) are the one exception, drawn beside."""
@@ -76,7 +76,7 @@ def test_pictures_of_hidden_probes_show_the_students_numbers_not_the_references(
 
     grading.run_tasks = keep
     try:
-        graded = grading.grade(root / "solutions", devices={"cpu"}, pictures="all")
+        graded = grading.grade(root / "solutions", devices={"cpu"}, pictures="all", server=grading_server)
     finally:
         grading.run_tasks = real
     assert {"s3.causal.leak", "s3.causal.dropout", "s8.cache", "s7.pe.table"} <= set(graded.pictures)
@@ -123,41 +123,44 @@ def test_a_drawing_that_fails_costs_a_picture_not_a_grade(monkeypatch, capsys):
     assert "no picture for" in capsys.readouterr().err
 
 
-def test_padded_keys_are_outlined_and_weights_on_them_are_red(root, tmp_path):
+def test_padded_keys_are_outlined_and_weights_on_them_are_red(root, tmp_path, grading_server):
     """masked_softmax with the mask's polarity inverted gives the padded keys weight: red there."""
     from autograder.grading.grade import grade
     from tools.zoo import assemble, read_entry
 
     entry = root / "tests" / "zoo" / "wrong" / "s6_softmax_mask_polarity.py"
-    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={6}, pictures="all")
-    right = grade(root / "solutions", stages={6}, pictures="all")
+    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={6}, pictures="all",
+                  server=grading_server)
+    right = grade(root / "solutions", stages={6}, pictures="all", server=grading_server)
     assert [p.flagged for p in wrong.pictures["s6.softmax"]] == [10]  # 5 queries x 2 padded keys
     assert [p.flagged for p in right.pictures["s6.softmax"]] == [0] and ">pad<" in right.pictures["s6.softmax"][0].svg
 
 
-def test_a_device_check_shows_what_moved_and_what_stayed_behind(root, tmp_path):
+def test_a_device_check_shows_what_moved_and_what_stayed_behind(root, tmp_path, grading_server):
     """A mask kept as a plain attribute stays on the cpu when the layer moves: named in red."""
     from autograder.grading.grade import grade
     from tools.zoo import assemble, read_entry
 
     entry = root / "tests" / "zoo" / "wrong" / "mask_plain_attribute.py"
-    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={3}, pictures="all")
+    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={3}, pictures="all",
+                  server=grading_server)
     (moved,) = wrong.pictures["s3.causal.device"]
     assert moved.kind == "device" and moved.flagged == 1 and "stayed behind on the cpu" in moved.svg
-    (right,) = grade(root / "solutions", stages={3}, pictures="all").pictures["s3.causal.device"]
+    (right,) = grade(root / "solutions", stages={3}, pictures="all", server=grading_server).pictures["s3.causal.device"]
     assert right.flagged == 0 and "mask (on meta)" in right.svg
 
 
-def test_feedback_draws_only_the_probes_of_failed_checks(root, tmp_path):
+def test_feedback_draws_only_the_probes_of_failed_checks(root, tmp_path, grading_server):
     """grade-all, Gradescope and nbgrader show the pictures of failed checks only: none are drawn
     for a submission that passes, and for a failing one only those of its failed checks' probes."""
     from autograder.grading.grade import grade
     from autograder.grading.registry import registry
     from tools.zoo import assemble, read_entry
 
-    assert grade(root / "solutions", stages={3}, pictures="failed").pictures == {}
+    assert grade(root / "solutions", stages={3}, pictures="failed", server=grading_server).pictures == {}
     entry = root / "tests" / "zoo" / "wrong" / "mask_plain_attribute.py"
-    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={3}, pictures="failed")
+    wrong = grade(assemble(entry, read_entry(entry), tmp_path / "wrong"), stages={3}, pictures="failed",
+                  server=grading_server)
     failed = {registry()[r.id].probe for r in wrong.results if not r.passed}
     assert wrong.pictures and set(wrong.pictures) <= failed, (set(wrong.pictures), failed)
 

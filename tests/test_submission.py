@@ -32,31 +32,31 @@ def test_module_cells_are_recognised_only_in_their_exact_form():
         assert module_of(source) is None, source
 
 
-def test_a_lone_notebook_grades_the_stages_it_holds(tmp_path, root):
+def test_a_lone_notebook_grades_the_stages_it_holds(tmp_path, root, grading_server):
     code = (root / "solutions" / "attention_lab" / "simple.py").read_text()
     nb = write_notebook(tmp_path / "mine.ipynb", "print('hi')", module_cell("simple", code).splitlines(keepends=True))
-    graded = grade(nb)
+    graded = grade(nb, server=grading_server)
     assert points(graded.results) == {1: max_points(1)}
     assert graded.origins == {"simple": "mine.ipynb"}
 
 
-def test_notebook_code_wins_over_the_module_file_as_it_does_when_nbgrader_runs_it(tmp_path, root):
+def test_notebook_code_wins_over_the_module_file_as_it_does_when_nbgrader_runs_it(tmp_path, root, grading_server):
     folder = tmp_path / "submitted"
     shutil.copytree(root / "solutions" / "attention_lab", folder / "attention_lab")
     stub = (root / "assignments" / "attention_lab" / "simple.py").read_text()
     write_notebook(folder / "stage1_simple.ipynb", module_cell("simple", stub))
-    graded = grade(folder, stages={1, 2})
+    graded = grade(folder, stages={1, 2}, server=grading_server)
     assert points(graded.results) == {1: 0, 2: max_points(2)}
     assert graded.origins["simple"] == "stage1_simple.ipynb"
     assert graded.origins["self_attention"] == "attention_lab/self_attention.py"
 
 
-def test_a_folder_whose_notebooks_hold_no_module_cell_is_graded_from_its_modules(tmp_path, root):
+def test_a_folder_whose_notebooks_hold_no_module_cell_is_graded_from_its_modules(tmp_path, root, grading_server):
     folder = tmp_path / "submitted"
     shutil.copytree(root / "solutions" / "attention_lab", folder / "attention_lab")
     write_notebook(folder / "scratch.ipynb", "1 + 1")
     (folder / "broken.ipynb").write_text("{not json")
-    assert points(grade(folder, stages={1}).results) == {1: max_points(1)}
+    assert points(grade(folder, stages={1}, server=grading_server).results) == {1: max_points(1)}
 
 
 @pytest.mark.parametrize("content, message", [
@@ -104,27 +104,27 @@ def zip_folder(folder, archive, prefix=""):
     return archive
 
 
-def test_a_zip_with_a_top_folder_is_graded_like_the_folder(tmp_path, root):
+def test_a_zip_with_a_top_folder_is_graded_like_the_folder(tmp_path, root, grading_server):
     folder = tmp_path / "work"
     shutil.copytree(root / "solutions" / "attention_lab", folder / "attention_lab")
     archive = zip_folder(folder, tmp_path / "alice.zip", prefix="alice-final/")
-    graded = grade(archive, stages={1})
+    graded = grade(archive, stages={1}, server=grading_server)
     assert points(graded.results) == {1: max_points(1)}
     assert not list(tmp_path.glob("attention-lab-zip-*"))
 
 
-def test_module_files_uploaded_on_their_own_are_the_package(tmp_path, root):
+def test_module_files_uploaded_on_their_own_are_the_package(tmp_path, root, grading_server):
     folder = tmp_path / "submission"
     folder.mkdir()
     shutil.copy(root / "solutions" / "attention_lab" / "simple.py", folder / "simple.py")
-    assert points(grade(folder, stages={1, 2}).results) == {1: max_points(1), 2: 0}
+    assert points(grade(folder, stages={1, 2}, server=grading_server).results) == {1: max_points(1), 2: 0}
 
 
-def test_lone_folders_are_descended_as_in_nbgrader_submitted_student_assignment(tmp_path, root):
+def test_lone_folders_are_descended_as_in_nbgrader_submitted_student_assignment(tmp_path, root, grading_server):
     folder = tmp_path / "alice" / "attention"
     shutil.copytree(root / "solutions" / "attention_lab", folder / "attention_lab")
     (tmp_path / "alice" / ".DS_Store").write_text("")
-    assert points(grade(tmp_path / "alice", stages={1}).results) == {1: max_points(1)}
+    assert points(grade(tmp_path / "alice", stages={1}, server=grading_server).results) == {1: max_points(1)}
 
 
 def test_a_zip_that_reaches_outside_or_is_not_a_zip_is_refused_by_name(tmp_path):
@@ -140,7 +140,7 @@ def test_a_zip_that_reaches_outside_or_is_not_a_zip_is_refused_by_name(tmp_path)
     assert not (tmp_path.parent / "evil.py").exists()
 
 
-def test_links_inside_a_zip_are_left_out(tmp_path, root):
+def test_links_inside_a_zip_are_left_out(tmp_path, root, grading_server):
     import stat
     import zipfile
 
@@ -150,14 +150,14 @@ def test_links_inside_a_zip_are_left_out(tmp_path, root):
         link = zipfile.ZipInfo("attention_lab/causal.py")
         link.external_attr = (stat.S_IFLNK | 0o777) << 16
         z.writestr(link, str(root / "solutions" / "attention_lab" / "causal.py"))
-    graded = grade(archive, stages={1, 3})
+    graded = grade(archive, stages={1, 3}, server=grading_server)
     assert points(graded.results) == {1: max_points(1), 3: 0}
 
 
 # ---------------------------------------------------------------- what intake reads, and what it will not
 
 
-def test_intake_reads_only_regular_files_and_names_what_it_left_out(tmp_path, root):
+def test_intake_reads_only_regular_files_and_names_what_it_left_out(tmp_path, root, grading_server):
     """A FIFO, a device and links named like modules are left out without being read (a FIFO would
     block, /dev/zero would never end, a link reads whatever it names, as root); every check of that
     stage says why, and the rest is graded."""
@@ -173,7 +173,7 @@ def test_intake_reads_only_regular_files_and_names_what_it_left_out(tmp_path, ro
     (package / "multihead.py").unlink()
     (package / "multihead.py").symlink_to(root / "solutions" / "attention_lab" / "multihead.py")
     (package / "data").symlink_to(root / "autograder" / "grading" / "golden")
-    graded = grade(folder, stages={1, 3, 4, 5})
+    graded = grade(folder, stages={1, 3, 4, 5}, server=grading_server)
     assert points(graded.results) == {1: max_points(1), 3: 0, 4: 0, 5: 0}
     causal = next(r for r in graded.results if r.id.startswith("s3."))
     said = "stage 3 (causal.py) was not handed in: attention_lab/causal.py is a FIFO, which is left out"
