@@ -83,25 +83,51 @@ with ForkServer() as server:
 STANDS_ASIDE = SLOW_BUT_HONEST.replace("    import time\n", "    import os, time\n    os.nice(19)\n")
 
 
+class WarmGrader:
+    """A grading process and its fork server on CPU 0 (``STARVED_SCRIPT``), kept for the next grading: the
+    process imports the grader, and the server torch, once, not once a test (about 4 s each on one CPU).
+    Each grading is its own child as ever. A grading that did not answer ends the process, and the next
+    one starts afresh: what one test left half done never reaches another."""
+
+    def __init__(self, errors):
+        self.errors, self.proc = errors, None
+
+    def line(self, seconds):
+        said = select.select([self.proc.stdout], [], [], seconds)[0]
+        return self.proc.stdout.readline().strip() if said else ""
+
+    def ask(self, submission, settings):
+        """Send the grading; True once the server is warm and waits for ``go``."""
+        if self.proc is not None and self.proc.poll() is not None:
+            self.close()  # it ended (a crash): its output and its exit are collected, and a fresh one starts
+        if self.proc is None:
+            with self.errors.open("a") as stderr:
+                self.proc = subprocess.Popen([sys.executable, "-c", STARVED_SCRIPT, str(ROOT)], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                             preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+        self.proc.stdin.write(json.dumps({"submission": str(submission), "settings": settings}) + "\n")
+        self.proc.stdin.flush()
+        return self.line(300) == "warm"  # its imports and the fork server's, done quiet
+
+    def go(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        return self.line(300)
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()  # never a test that waits for ever
+            self.proc.communicate()
+            self.proc = None
+
+
 @pytest.fixture(scope="module")
 def starved_grader(tmp_path_factory):
-    """One grading process and its fork server on CPU 0 for every starved-task test of this module: each
-    grading is its own child as ever, and the process imports the grader and the server imports torch
-    once, not once a test (about 4 s each on one CPU)."""
-    errors = tmp_path_factory.mktemp("starved") / "stderr"
-    with errors.open("w") as stderr, subprocess.Popen(
-            [sys.executable, "-c", STARVED_SCRIPT, str(ROOT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=stderr, text=True, preexec_fn=lambda: os.sched_setaffinity(0, {0})) as grading:
-        try:
-            yield grading, errors
-        finally:
-            grading.kill()  # never a test that waits for ever
-            grading.communicate()
-
-
-def _line_within(grading, seconds):
-    said = select.select([grading.stdout], [], [], seconds)[0]
-    return grading.stdout.readline().strip() if said else ""
+    grader = WarmGrader(tmp_path_factory.mktemp("starved") / "stderr")
+    try:
+        yield grader
+    finally:
+        grader.close()
 
 
 def graded_on_one_busy_cpu(starved_grader, tmp_path, code=SLOW_BUT_HONEST, **runner_settings):
@@ -117,16 +143,12 @@ def graded_on_one_busy_cpu(starved_grader, tmp_path, code=SLOW_BUT_HONEST, **run
     shutil.copytree(ROOT / "solutions" / "attention_lab", sub / "attention_lab")
     simple = sub / "attention_lab" / "simple.py"
     simple.write_text(simple.read_text() + code)
-    grading, errors = starved_grader
-    grading.stdin.write(json.dumps({"submission": str(sub), "settings": runner_settings}) + "\n")
-    grading.stdin.flush()
-    warm = _line_within(grading, 300) == "warm"  # its imports and the fork server's, done quiet
+    warm = starved_grader.ask(sub, runner_settings)
     with busy(2 * warm, cpus={0}, sessions=True):
-        if warm:
-            grading.stdin.write("go\n")
-            grading.stdin.flush()
-        said = _line_within(grading, 300)
-    assert warm and said, f"the grading process said nothing ({grading.poll()}):\n{errors.read_text()[-3000:]}"
+        said = starved_grader.go() if warm else ""
+    if not said:
+        starved_grader.close()
+    assert said, f"the grading process said nothing:\n{starved_grader.errors.read_text()[-3000:]}"
     return json.loads(said)
 
 
