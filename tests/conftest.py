@@ -143,7 +143,7 @@ def pytest_collection_modifyitems(config, items):
 # one worker outlasts everything else on a machine of many cores: on a 16-core GPU machine, where every
 # grading runs on both devices, test_zoo.py's 591 tests would hold one worker for about 24 minutes. Their
 # entries are dealt by name into units of their own (at least two per worker); entries of one unit that
-# follow each other on a worker still share their module's fork server.
+# follow each other on a worker still share its fork server (grading_server).
 DEALT = ("tests/test_zoo.py", "tests/test_degenerate_zoo.py", "tests/test_zoo_hostile.py")
 
 

@@ -8,7 +8,6 @@ import pytest
 from autograder.curriculum import STAGE_OF, stages_using
 from autograder.grading.grade import grade
 from autograder.grading.results import ERROR
-from autograder.sandbox.forkserver import ForkServer
 from tools.zoo import DEGENERATIONS, assemble_degenerate, graded_callables
 
 CALLABLES = graded_callables()
@@ -30,12 +29,6 @@ FLOAT64_KEEPS = {
 }
 
 
-@pytest.fixture(scope="module")
-def server():
-    with ForkServer(meta=True) as started:
-        yield started
-
-
 def test_every_callable_of_every_stage_is_covered():
     stages = {module for module, _, _ in CALLABLES}
     assert stages == set(STAGE_OF) and len(CALLABLES) >= 42, CALLABLES
@@ -43,8 +36,9 @@ def test_every_callable_of_every_stage_is_covered():
 
 
 @pytest.mark.parametrize("module, name, kind, how", CASES, ids=[f"{n}-{h}" for _, n, _, h in CASES])
-def test_degenerate_submission(module, name, kind, how, tmp_path, server):
-    graded = grade(assemble_degenerate(module, name, kind, how, tmp_path), stages=stages_using(module), server=server)
+def test_degenerate_submission(module, name, kind, how, tmp_path, grading_server):
+    graded = grade(assemble_degenerate(module, name, kind, how, tmp_path), stages=stages_using(module),
+                   server=grading_server)
     errors = [r.id for r in graded.results if r.status == ERROR]
     assert not errors, f"{name} returning {how}: the grader failed on {errors}:\n" + "\n".join(
         trace for _, _, trace in graded.grader_errors)

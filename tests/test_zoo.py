@@ -32,21 +32,14 @@ import pytest
 from autograder.curriculum import STAGE_OF, stages_using
 from autograder.grading.grade import grade
 from autograder.grading.registry import all_checks, registry
-from autograder.sandbox.forkserver import ForkServer
 from tools.zoo import CORRECT, SEEDS, WRONG, assemble, read_entry, summary
 
 
-@pytest.fixture(scope="module")
-def server():
-    """One fork server for the entries that attack nothing: a child per grading, as ever, without a
-    new Python and a fresh torch import for each (the hostile entries each get a server of their own)."""
-    with ForkServer(meta=True) as started:
-        yield started
-
-
 def grade_entry(path: Path, tmp_path: Path, server):
-    """The entry's constants and its results; no check may hit the grader's own error on any entry (a
-    grader error is never the student's loss, and never a verdict the zoo could call caught)."""
+    """The entry's constants and its results, graded by ``server``: the session's (``grading_server``), since
+    these entries attack nothing (the hostile ones each get a server of their own). No check may hit the
+    grader's own error on any entry (a grader error is never the student's loss, and never a verdict the
+    zoo could call caught)."""
     entry = read_entry(path)
     graded = grade(assemble(path, entry, tmp_path), stages=stages_using(entry["MODULE"]), server=server)
     assert not graded.grader_errors, f"{path.stem}: the grader failed on {[e[0] for e in graded.grader_errors]}"
@@ -54,8 +47,8 @@ def grade_entry(path: Path, tmp_path: Path, server):
 
 
 @pytest.mark.parametrize("path", WRONG, ids=[p.stem for p in WRONG])
-def test_wrong_entry_is_caught(path, tmp_path, server):
-    entry, results = grade_entry(path, tmp_path, server)
+def test_wrong_entry_is_caught(path, tmp_path, grading_server):
+    entry, results = grade_entry(path, tmp_path, grading_server)
     by_id = {r.id: r for r in results}
     escaped = [c for c in entry["LOSES"] if by_id[c].passed]
     assert not escaped, (f"{path.stem} ({entry['doc']}) passed {escaped}, which should catch it.\n"
@@ -77,16 +70,16 @@ def test_wrong_entry_is_caught(path, tmp_path, server):
 
 
 @pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
-def test_correct_entry_gets_full_marks(path, tmp_path, server):
-    entry, results = grade_entry(path, tmp_path, server)
+def test_correct_entry_gets_full_marks(path, tmp_path, grading_server):
+    entry, results = grade_entry(path, tmp_path, grading_server)
     failed = [r for r in results if not r.passed]
     assert not failed, (f"{path.stem} ({entry['doc']}) is correct but lost points:\n"
                         + "\n".join(f"  {r.id}: {r.feedback}" for r in failed))
 
 
 @pytest.mark.parametrize("path", SEEDS, ids=[p.stem for p in SEEDS])
-def test_seed_code_gets_full_marks_but_for_its_documented_differences(path, tmp_path, server):
-    entry, results = grade_entry(path, tmp_path, server)
+def test_seed_code_gets_full_marks_but_for_its_documented_differences(path, tmp_path, grading_server):
+    entry, results = grade_entry(path, tmp_path, grading_server)
     differs = entry["DIFFERS"]
     lost = {r.id: r.feedback for r in results if not r.passed and r.id not in differs}
     assert not lost, f"{path.stem} ({entry['doc']}) is the seeds' own code, yet lost:\n{summary(results)}"
