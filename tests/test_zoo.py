@@ -37,9 +37,9 @@ from tools.zoo import CORRECT, SEEDS, WRONG, assemble, read_entry, summary
 
 def grade_entry(path: Path, tmp_path: Path, server):
     """The entry's constants and its results, graded by ``server``: the session's (``grading_server``), since
-    these entries attack nothing (the hostile ones each get a server of their own). No check may hit the
-    grader's own error on any entry (a grader error is never the student's loss, and never a verdict the
-    zoo could call caught)."""
+    these entries attack nothing (the hostile ones get a server per way of grading, as root and as a user,
+    in test_zoo_hostile.py). No check may hit the grader's own error on any entry (a grader error is never
+    the student's loss, and never a verdict the zoo could call caught)."""
     entry = read_entry(path)
     graded = grade(assemble(path, entry, tmp_path), stages=stages_using(entry["MODULE"]), server=server)
     assert not graded.grader_errors, f"{path.stem}: the grader failed on {[e[0] for e in graded.grader_errors]}"
