@@ -568,7 +568,7 @@ def test_a_native_write_changes_no_later_grading(root, tmp_path):
 
 KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING = 0, -3
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
-CLONE_THREAD = 0x00010000
+CLONE_THREAD, CLONE_SIGHAND = 0x00010000, 0x00000800
 IPC_CREAT, IPC_NOWAIT, IPC_RMID = 0o1000, 0o4000, 0
 QUEUE_KEY = 0x41544C54  # the tests' own key (the zoo's entry uses another)
 
@@ -651,20 +651,39 @@ def raw_calls(grader) -> dict:
         "socket": (socket.AF_INET, socket.SOCK_DGRAM, 0),
         "socketpair": (socket.AF_INET, socket.SOCK_STREAM, 0, none),
         "memfd_create": (b"attention-lab-test", 0), "memfd_secret": (0,),
+        "execve": (none, none, none), "execveat": (bad, none, none, none, 0),  # a null path: EFAULT, or EBADF
     }
     found = {}
     for name in syscalls.REFUSED:
         number = pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name)
         if number < 0:
             continue  # not a call of this architecture
-        if name == "clone":  # each namespace flag, with CLONE_THREAD alone, which the kernel rejects (EINVAL)
-            for flag, value in syscalls.CLONE_NEW.items():
+        if name == "clone":
+            # Each namespace flag, with CLONE_THREAD alone, which the kernel rejects (EINVAL); and a process,
+            # no CLONE_THREAD, asked with CLONE_SIGHAND but no CLONE_VM, which the kernel rejects too.
+            for flag, value in {**syscalls.CLONE_NEW, "process": CLONE_SIGHAND}.items():
                 call = [none] * 5
-                call[syscalls.CLONE_FLAGS_ARG] = long(value | CLONE_THREAD)
+                call[syscalls.CLONE_FLAGS_ARG] = long(value | (CLONE_THREAD if flag != "process" else 0))
                 found[f"clone {flag}"] = outcome_of(libc.syscall(number, *call))
+            continue
+        if name in ("fork", "vfork"):  # no arguments make them fail: where they work, a process starts
+            if name == "vfork" and not filtered_here():
+                continue  # the copy would run on this process's own stack: only ever tried under the filter
+            pid = libc.syscall(number)
+            if pid == 0:
+                os._exit(0)
+            if pid > 0:
+                os.waitpid(pid, 0)
+            found[name] = outcome_of(pid)
             continue
         found[name] = outcome_of(libc.syscall(number, *args[name]))
     return found
+
+
+def filtered_here() -> bool:
+    """Is this process under a seccomp filter (the Seccomp line of its status: 2)?"""
+    with open("/proc/self/status") as f:
+        return any(line.split() == ["Seccomp:", "2"] for line in f)
 
 
 def test_the_filter_refuses_every_call_of_its_table_and_only_the_filter_does(grader):
@@ -679,7 +698,8 @@ def test_the_filter_refuses_every_call_of_its_table_and_only_the_filter_does(gra
     assert "ok" in refused and "ok" in reached, (refused, reached)
     expected = {name: errno.errorcode[syscalls.REFUSED[name.split()[0]][0]] for name in refused["ok"]}
     assert refused["ok"] == expected
-    assert set(reached["ok"]) == set(expected)
+    assert set(reached["ok"]) == set(expected) - {"vfork"}
+    assert reached["ok"]["fork"] == "ok"  # a process started: the filter is what refuses it
     same = {name: got for name, got in reached["ok"].items() if got == expected[name]}
     # As another user than root, the kernel itself refuses some of them for want of a privilege (EPERM).
     assert not same or not workspace.is_root(), f"these fail as they do without the filter, which shows nothing: {same}"
@@ -709,14 +729,41 @@ def own_calls() -> dict:
     thread = threading.Thread(target=lambda: ran.append(True))  # clone3 refused: glibc falls back to clone
     thread.start(), thread.join()
     done["thread"] = ran == [True]
-    # torch in a fresh process, which inherits the filter (a forked one could wait forever for OpenMP's
-    # threads of the process it was forked from), with threads of OpenMP's own.
-    done["torch"] = subprocess.run([sys.executable, "-c", TORCH_WITH_THREADS], capture_output=True, text=True,
-                                   timeout=120).stdout.strip()
     return done
 
 
+def start_processes(run_a_program: bool) -> dict:
+    """Start processes as Python and libc do, with no audit hook in the way: {how: "ok" or the errno's name}.
+    ``run_a_program``: also replace this process by another program (only where that is refused)."""
+    done = {}
+    pid = ctypes.CDLL(None, use_errno=True).fork()
+    if pid == 0:
+        os._exit(0)
+    done["fork"] = outcome_of(pid)
+    try:
+        os.waitpid(os.posix_spawn("/bin/true", ["true"], {}), 0)
+        done["posix_spawn"] = "ok"
+    except OSError as exc:
+        done["posix_spawn"] = errno.errorcode.get(exc.errno or 0, str(exc))
+    if pid > 0:
+        os.waitpid(pid, 0)
+    if run_a_program:
+        try:
+            os.execv("/bin/true", ["true"])
+        except OSError as exc:
+            done["execv"] = errno.errorcode.get(exc.errno or 0, str(exc))
+    return done
+
+
+# torch in a fresh process that installs the filter first, as the child does, then runs torch with threads
+# of OpenMP's own (a forked copy of the tests' process could wait forever for OpenMP's threads of the
+# process it was forked from).
 TORCH_WITH_THREADS = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from autograder.sandbox import linux, syscalls
+linux.no_new_privileges()
+syscalls.install()
 import torch
 torch.set_num_threads(2)
 x = torch.randn(512, 512)
@@ -724,11 +771,18 @@ print(bool(torch.allclose((x @ x) @ torch.eye(512), x @ x, atol=1e-4)) and torch
 """
 
 
-def test_the_filter_lets_the_child_act_on_itself():
+def test_the_filter_lets_the_child_act_on_itself_and_start_threads_but_no_process(root):
     needs_filter()
     outcome = in_child(lambda: (filtered(), own_calls())[1])
     assert outcome == {"ok": {"rlimit": True, "kill itself": ["ok", "ok"], "raise": True, "fcntl": True,
-                              "thread": True, "torch": "2"}}, outcome
+                              "thread": True}}, outcome
+    torch_ran = subprocess.run([sys.executable, "-c", TORCH_WITH_THREADS, str(root)], capture_output=True, text=True,
+                               timeout=120)
+    assert torch_ran.stdout.strip() == "2", torch_ran.stderr[-2000:]
+    assert in_child(lambda: (filtered(), start_processes(run_a_program=True))[1]) == {
+        "ok": {"fork": "EPERM", "posix_spawn": "EPERM", "execv": "EPERM"}}
+    # Without the filter, each starts a process: the filter is what refuses them.
+    assert in_child(start_processes, False) == {"ok": {"fork": "ok", "posix_spawn": "ok"}}
 
 
 def test_the_child_cannot_lower_renice_or_repin_the_grader(grader):

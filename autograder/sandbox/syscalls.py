@@ -2,10 +2,10 @@
 
 Landlock and a root of its own decide which files the child reaches. Some calls reach past any file
 rule: they act on other processes (the grader and its fork server run as the child's own user when an
-ordinary user grades), make namespaces and mounts, reach the user's keyrings, open the kernel's widest
-interfaces, leave IPC objects behind for the next student, open network sockets, or hold memory that
-no rlimit counts. This filter refuses them, for the child, its threads and everything it starts, and
-nothing can lift it again.
+ordinary user grades), start processes (the child starts threads and nothing else), make namespaces and
+mounts, reach the user's keyrings, open the kernel's widest interfaces, leave IPC objects behind for the
+next student, open network sockets, or hold memory that no rlimit counts. This filter refuses them, for
+the child and its threads, and nothing can lift it again.
 
 The filter allows every call but those in ``REFUSED``; a refused call fails with an error (EPERM, or
 what the table says), never a kill, so a library that tries one sees an ordinary error. It is built
@@ -36,6 +36,7 @@ NOT_ITSELF = "not itself"  # the rules of ``_not_itself``
 PRIO_PROCESS, IOPRIO_WHO_PROCESS, AF_UNIX, PR_GET_SECCOMP = 0, 1, 1, 21
 CLONE_NEW = {"NEWNS": 0x00020000, "NEWCGROUP": 0x02000000, "NEWUTS": 0x04000000, "NEWIPC": 0x08000000,
              "NEWUSER": 0x10000000, "NEWPID": 0x20000000, "NEWNET": 0x40000000}
+CLONE_THREAD = 0x00010000
 CLONE_FLAGS_ARG = 1 if platform.machine().startswith("s390") else 0  # where clone's flags come (s390: second)
 
 # A rule is refused when all its conditions hold; a call with several rules is refused when any does. A
@@ -78,9 +79,16 @@ REFUSED: dict[str, tuple[int, Rules | str]] = {
     # namespaces and root are made before the filter; nothing after needs another.
     **dict.fromkeys(("unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount",
                      "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr"), (errno.EPERM, ALWAYS)),
-    "clone": (errno.EPERM, tuple(((CLONE_FLAGS_ARG, "&", flag, flag),) for flag in CLONE_NEW.values())),
+    # Processes: the child may start threads (torch's, CUDA's, its own within its budget) and nothing else.
+    # A process it started would be counted in no CPU time of the child's, could leave its group and session
+    # and outlive the grading, and could stand aside so that the child looks starved; a program it ran
+    # (execve) would leave the audit hook behind. So fork, vfork and clone without CLONE_THREAD are refused,
+    # and so is clone with a namespace flag, and execve.
+    "clone": (errno.EPERM, tuple(((CLONE_FLAGS_ARG, "&", flag, flag),) for flag in CLONE_NEW.values())
+              + (((CLONE_FLAGS_ARG, "&", CLONE_THREAD, 0),),)),
     # clone3's flags lie in memory, which a filter cannot read: ENOSYS makes glibc fall back to clone.
     "clone3": (errno.ENOSYS, ALWAYS),
+    **dict.fromkeys(("fork", "vfork", "execve", "execveat"), (errno.EPERM, ALWAYS)),
     # Keyrings belong to the user, not to the child's world: the session keyring it was forked with is the
     # grader's, and the user's keyring is every process's of that user. The child gets an empty session
     # keyring of its own before the filter (``confine.new_session_keyring``) and may not touch any other.
