@@ -82,6 +82,14 @@ class Submission:
                               f"taught, and the stages that import it were graded with the kit's own {module}.py, "
                               "whatever your copy holds.")
 
+    def package_files(self) -> dict[str, bytes]:
+        """Relative path -> bytes: the package as the child imports it, file for file: an empty
+        ``__init__.py`` unless one was handed in, every ``.py`` file read (helper modules and
+        sub-packages too: ``_impl.py``, ``sub/helpers.py``), and over the module files the code taken
+        from notebooks, or the kit's own for a given module. The sandbox's workspace writes the same
+        set (``_write_package``; tests/test_review.py holds the two together)."""
+        return {"__init__.py": b"", **self.files, **{f"{m}.py": c.encode() for m, c in self.replaced.items()}}
+
     def code(self) -> dict[str, str]:
         """module -> the code that is graded for it (a notebook's cell, or the module file)."""
         found: dict[str, str] = {}
