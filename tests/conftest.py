@@ -114,12 +114,11 @@ def grading_server():
 @pytest.fixture(scope="session")
 def reference_observations():
     """What every probe the registry uses returns for the reference, on cpu and meta: {Task: observation}."""
-    from autograder.grading.grade import plan
+    from autograder.grading.grade import plan, run_plan
     from autograder.grading.registry import all_checks
     from autograder.intake.submission import open_submission
-    from autograder.sandbox.runner import run_tasks
 
-    return run_tasks(open_submission(ROOT / "solutions"), plan(all_checks(), {"cpu", "meta"})).observations
+    return run_plan(open_submission(ROOT / "solutions"), plan(all_checks(), {"cpu", "meta"})).observations
 
 
 # The longest units of work first. The suite runs on every core (pytest-xdist, --dist loadscope):

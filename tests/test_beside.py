@@ -179,8 +179,10 @@ def test_a_child_is_its_own_process_group_from_the_moment_it_is_said_started(mon
         return real([*args[:-1], slow + args[-1]], **kwargs)
 
     monkeypatch.setattr(forkserver.subprocess, "Popen", slow_to_make_its_group)
+    job = tmp_path / "job.json"
+    os.mkfifo(job)  # no one writes it: a child that outlived the kill would wait here, never end on its own
     with ForkServer() as server:
-        child = server.start(tmp_path / "no-job.json", tmp_path / "stderr", tmp_path, server.base_env())
+        child = server.start(job, tmp_path / "stderr", tmp_path, server.base_env())
         os.killpg(child.pid, signal.SIGKILL)  # ProcessLookupError: no such group yet
         assert child.wait(timeout=30) == -signal.SIGKILL
 

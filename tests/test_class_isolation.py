@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_class_zoo import BOUND_S, PEAK_BYTES, ROOT, run_grade_all
+from tools.zoo import helper
 
 # The end of simple.py: context_vector attacks, then answers right (its own points do not matter).
 ATTACKS = {  # name -> (the attack, the layers that alone stop it here: taken away, it works)
@@ -62,12 +63,59 @@ ATTACKS = {  # name -> (the attack, the layers that alone stop it here: taken aw
     if len(held) >= 64:
         raise RuntimeError(f"LEAKED: held {len(held) * 16} MiB in memfd files")
 '''),
+    # A process that outlives its grading: past the audit hook (its table of refused events emptied, reached
+    # through the traceback of a refusal it makes quietly), a fork of a daemon that makes itself undumpable
+    # (its environment unreadable to the grader, which once found stragglers by it) and leaves for a session
+    # of its own, to run beside the next students. The filter refuses a child every process.
+    "forks_a_daemon_past_the_audit_hook": (("seccomp", "cgroup"), '''
+    import os, time
+    _neuter_the_audit_hook()
+    pid = -1
+    try:
+        pid = os.fork()
+    except OSError:
+        pass
+    if pid == 0:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+        os.setsid()
+        time.sleep(120)
+        os._exit(0)
+    if pid > 0:
+        raise RuntimeError(f"LEAKED: a daemon runs beside the class, pid {pid}")
+'''),
+    # A zero evaded: 24 spinners forked past the audit hook keep the machine busy while the main thread stays
+    # runnable, counted in none of its CPU time, so that the grading would end as the grader's failure ("too
+    # busy") and the row go ungraded on every run. No process starts, and no thread in a stage written by
+    # hand: its own spinning is charged to it, and its row is graded.
+    "spins_to_look_starved": (("seccomp", "cgroup"), '''
+    import os, threading, time
+    _neuter_the_audit_hook()
+    forked = 0
+    for _ in range(24):
+        try:
+            if os.fork() == 0:
+                while True:
+                    pass
+            forked += 1
+        except OSError:
+            try:
+                threading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()
+            except RuntimeError:  # no thread may start here
+                pass
+    if forked:
+        raise RuntimeError(f"LEAKED: forked {forked} spinners past the audit hook")
+    end = time.monotonic() + 30  # past the check's time: it is charged for it
+    while time.monotonic() < end:
+        pass
+'''),
 }
 
 
 def simple_with(attack: str) -> str:
     reference = (ROOT / "solutions" / "attention_lab" / "simple.py").read_text()
-    return (reference + "\n\n_right_context_vector = context_vector\n\n\n"
+    past_the_hook = helper("neuters_the_audit_hook") if "_neuter_the_audit_hook()" in attack else ""
+    return (reference + past_the_hook + "\n\n_right_context_vector = context_vector\n\n\n"
             f"def context_vector(inputs, weights):\n{attack}\n    return _right_context_vector(inputs, weights)\n")
 
 
@@ -112,6 +160,7 @@ def test_an_attack_at_run_time_changes_no_other_grade(attack, baseline, tmp_path
     as_root, rows_alone, records_alone = baseline
     folder = with_attacker(honest_class(tmp_path / "submitted"), attack)
     rows, records, stderr = graded(folder, tmp_path / "grades.csv", as_root)
+    assert "aaa" in records, f"the attacker's row was not graded: {rows.get('aaa')}"
     assert "LEAKED" not in json.dumps(records["aaa"]) and "LEAKED" not in stderr, records["aaa"]["tests"]
     for honest in ("ann", "bob"):
         assert rows[honest] == rows_alone[honest], (honest, rows[honest], rows_alone[honest])

@@ -30,6 +30,7 @@ from autograder.curriculum import STAGES
 from autograder.grading.config import CourseConfig
 from autograder.intake.notebooks import module_cell
 from tests.forked import ForkedPython
+from tools.zoo import helper
 
 STAGES_GRADED = (1, 3)
 BOUND_S = 60  # one grade-all of three students, stages 1 and 3, in a process of its own: about 3 s measured
@@ -88,38 +89,36 @@ def deep_tree(folder: Path, depth=1100):
 SIMPLE = (ROOT / "solutions" / "attention_lab" / "simple.py").read_text()
 
 # Attacks on what the grader reads and removes, by a student whose stage 1 is the reference's plus this.
-FORGES_LATER_RESULTS = '''
+ANSWERS_FOR_ITSELF = helper("answers_for_itself")  # writes result files, and answers on the child's FIFO
+FORGES_LATER_RESULTS = ANSWERS_FOR_ITSELF + '''
 
 def softmax_naive(scores):
-    """Writes results for the tasks after this one (each says LEAKED) and ends the child: a grader that
-    counted whatever it finds would take them."""
-    import os
-
-    mine = int(open("current").read())  # the child's working folder is its output folder
+    """Writes results for the requests after this one (each says LEAKED), answers them, and ends the child: a
+    grader that counted whatever it finds, or took an answer it had not asked for yet, would take them."""
+    mine = _asked()
     forged = {"error": {"type": "Forged", "message": "LEAKED: the result of a task never run"}}
-    for index in range(mine + 1, mine + 300):
-        torch.save({"book": forged, "extra": forged}, f"{index}.pt")  # what stage 1's probes return
-    os._exit(0)
+    for n in range(mine + 1, mine + 300):
+        torch.save({"book": forged, "extra": forged}, f"{n}.pt")  # what stage 1's probes return
+    _answers(range(mine + 1, mine + 300))
+    _os._exit(0)
 '''
-SHARED_REFERENCES = '''
+SHARED_REFERENCES = ANSWERS_FOR_ITSELF + '''
 
-_noted = {}
 _nested = [0]
 for _ in range(28):
     _nested = [_nested] * 10_200  # one list held 10,200 times at every level: 570 KB, as pickle's memo writes it
-_softmax_naive, _softmax_stable = softmax_naive, softmax_stable
-
-
-def softmax_naive(scores):
-    _noted["task"] = open("current").read()  # which task this is (the child's working folder is its output folder)
-    return _softmax_naive(scores)
+_softmax_stable, _forged = softmax_stable, []
 
 
 def softmax_stable(scores):
-    """Right; and, softmax_naive's result being written by now, a result of shared references in its place:
-    its copy as a tree (what the grader once made of it) would hold 10,200 ** 28 lists."""
-    if "task" in _noted:
-        torch.save({"out": _nested}, _noted.pop("task") + ".pt")
+    """Right; but the first time, a result of shared references in its place, answered at once, before the
+    child's own: its copy as a tree (what the grader once made of it) would hold 10,200 ** 28 lists."""
+    if not _forged:
+        _forged.append(_asked())
+        torch.save({"out": _nested}, f"{_forged[0]}.pt")
+        _answers(_forged)
+        import time
+        time.sleep(1.0)  # the grader reads the file it was answered before the child's own replaces it
     return _softmax_stable(scores)
 '''
 DEEP_TREE_AT_RUN_TIME = '''
@@ -211,7 +210,7 @@ CASES = {
     # Graded before ann and bob (names sort first): what the child leaves must not reach them.
     "forges_later_results": (lambda c: hostile_simple(c / "abe", FORGES_LATER_RESULTS), 10,
                              "exited (code 0) while this check ran"),
-    "shared_reference_result": (lambda c: hostile_simple(c / "abi", SHARED_REFERENCES), 10,
+    "shared_reference_result": (lambda c: hostile_simple(c / "abi", SHARED_REFERENCES), 9,  # softmax_stable: 2 points
                                 "the grader could not read this result"),
     "deep_tree_at_run_time": (lambda c: hostile_simple(c / "ada", DEEP_TREE_AT_RUN_TIME), 11, None),
     "fills_home_and_output": (lambda c: hostile_simple(c / "aaron", FILLS_HOME_AND_OUTPUT), 10,

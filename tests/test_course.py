@@ -16,11 +16,10 @@ from autograder.curriculum import STAGES
 from autograder.delivery.nbgrader.release_guard import refuse_solutions
 from autograder.errors import BuildError
 from autograder.grading.config import from_data
-from autograder.grading.grade import plan
+from autograder.grading.grade import worst_case
 from autograder.grading.registry import all_checks, declared
 from autograder.intake.notebooks import module_of, source_text
 from autograder.common.markers import strip_solutions
-from autograder.sandbox.runner import worst_case_s
 
 SOURCE = f"source/{DEFAULT_ASSIGNMENT}"
 
@@ -64,7 +63,7 @@ def test_the_module_cell_is_the_solution_and_strips_to_the_stub(files, stage, ro
 def test_config_loads_and_gives_grade_cells_the_runners_bound(files, tmp_path):
     (tmp_path / "nbgrader_config.py").write_bytes(files["nbgrader_config.py"])
     config = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
-    bound = max(worst_case_s(plan(all_checks({n}), {"cpu", "meta", "cuda"})) for n in STAGES)
+    bound = max(worst_case(all_checks({n}), {"cpu", "meta", "cuda"}) for n in STAGES)
     assert config.Execute.timeout >= bound > 30  # 30 s: nbgrader's default, which would cut a stage short
     kept = set(config.Autograde.exclude_overwriting[DEFAULT_ASSIGNMENT])
     assert kept == {rel.removeprefix(f"{SOURCE}/") for rel in files if rel.startswith(f"{SOURCE}/attention_lab/")}

@@ -26,16 +26,22 @@ EVERY_PROBE_ON_THE_REFERENCE = """
 from autograder import probes
 from autograder.grading.grade import plan
 from autograder.grading.registry import all_checks
+from autograder.sandbox.protocol import Task
 
 sys.path.append({solutions!r})
 table, lab, watch = probes.load(), probes.Lab({solutions!r}), Watch()
-for task in plan(all_checks(), {{"cpu", "meta"}}):
-    if task.kind != "probe":
+# A race is driven from the grading process: what its children run are its timed probes, each built
+# (seed None) and then asked for a round.
+timed = [(name, seed) for name, p in table.items() if p.timed for seed in (None, 1)]
+for task, seed in [(t, None) for t in plan(all_checks(), {{"cpu", "meta"}})] + [(Task("probe", n, "cpu"), s)
+                                                                                for n, s in timed]:
+    if task.kind != "probe" or table[task.name].race:
         continue
     hand = None if table[task.name].library_attention else confine.HandWritten()
     torch.default_generator.manual_seed(0)
+    args = (seed,) if table[task.name].timed else ()
     with torch.enable_grad(), hand or contextlib.nullcontext():
-        result = lab.attempt(table[task.name].fn, lab, task.device)
+        result = lab.attempt(table[task.name].fn, lab, task.device, *args)
     assert not (isinstance(result, dict) and "error" in result), (task, result)
     assert watch.changes() == [], (task, watch.changes())
     assert "torch._dynamo" not in sys.modules, f"{{task.name}}@{{task.device}} imported torch._dynamo"

@@ -6,6 +6,9 @@ Their constants:
   must pass (the checks it did not attack are graded normally).
 - ``MENTIONS``: text that the feedback of at least one lost check must contain (a tuple: any of them,
   where the layer that stops it differs between machines).
+- ``FLAGGED``: text a finding of the source review (``flagged_for_review``) must contain: for an attack
+  that nothing inside the process can tell from honest code, whose last layer is the instructor (its
+  ``LOSES`` may then be empty: it may earn no more than the same code flagged where it was always read).
 - ``STAGES``: the stages to grade (default: the module's stage and one it does not touch).
 - ``TIMEOUT``: the per-task timeout to grade with (default 3 s); ``BOUND``: the most seconds
   grading may take (default 60).
@@ -155,9 +158,12 @@ def attacked_by(path, entry, submission, stages, tmp_path, server):
     assert not escaped, f"{path.stem} passed {escaped}:\n{summary(results)}"
     collateral = [r.id for r in results if not r.passed and r not in attacked]
     assert not collateral, f"{path.stem} also cost {collateral}, which it did not attack:\n{summary(results)}"
-    mentions = (entry["MENTIONS"],) if isinstance(entry["MENTIONS"], str) else entry["MENTIONS"]
-    assert any(m in r.feedback for r in attacked for m in mentions), (
-        f"{path.stem}: no lost check's feedback mentions {entry['MENTIONS']!r}:\n{summary(attacked)}")
+    if entry["LOSES"]:
+        mentions = (entry["MENTIONS"],) if isinstance(entry["MENTIONS"], str) else entry["MENTIONS"]
+        assert any(m in r.feedback for r in attacked for m in mentions), (
+            f"{path.stem}: no lost check's feedback mentions {entry['MENTIONS']!r}:\n{summary(attacked)}")
+    if entry["FLAGGED"]:
+        assert any(entry["FLAGGED"] in found for found in graded.flagged), (path.stem, graded.flagged)
     assert not [n for n in graded.notes if "LEAKED" in n], graded.notes
     assert "LEAKED" not in json.dumps(graded.isolation) and "ABI 99" not in json.dumps(graded.isolation)
 
@@ -176,7 +182,7 @@ def attacked_by(path, entry, submission, stages, tmp_path, server):
 def test_hostile_entry_is_well_formed(path):
     entry = read_entry(path)
     assert entry["doc"], f"{path.stem} needs a docstring saying what it attacks"
-    assert entry["MODULE"] in STAGE_OF and entry["LOSES"] and entry["MENTIONS"], path.stem
+    assert entry["MODULE"] in STAGE_OF and (entry["LOSES"] and entry["MENTIONS"] or entry["FLAGGED"]), path.stem
     assert set(entry["LIMITS"]) <= set(vars(runner)), f"{path.stem}: unknown runner constants"
 
 

@@ -35,7 +35,13 @@ def read_entry(path: Path) -> dict:
 
 ENTRY_DEFAULTS = {"MODULE": None, "LOSES": [], "MENTIONS": None, "ONLY": False, "STAGES": None, "TIMEOUT": 3,
                   "BOUND": 60, "FILES": {}, "NEEDS_KERNEL": None, "LIMITS": {}, "DIFFERS": {}, "LINKS": {},
-                  "PLANT": {}, "LEAVES": [], "REFUSED": None}
+                  "PLANT": {}, "LEAVES": [], "REFUSED": None, "FLAGGED": None, "HELPERS": []}
+
+
+def helper(name: str) -> str:
+    """The code of ``tests/zoo/helpers/<name>.py``: what several attacks do alike (reach past the audit
+    hook, answer for the child), added to a submission before the code that uses it."""
+    return (ZOO / "helpers" / f"{name}.py").read_text()
 
 
 # Submissions as students make them, for the tests and the benchmarks.
@@ -91,7 +97,9 @@ def assemble(path: Path, entry: dict, folder: Path) -> Path:
     package = folder / "attention_lab"
     shutil.copytree(SOLUTIONS, package, ignore=shutil.ignore_patterns("__pycache__"))
     target = package / f"{entry['MODULE']}.py"
-    target.write_text(target.read_text() + f"\n\n# ---- zoo entry {path.stem} ----\n" + placed(path.read_text(), where))
+    helpers = "".join(f"\n\n# ---- zoo helper {name} ----\n" + helper(name) for name in entry["HELPERS"])
+    target.write_text(target.read_text() + helpers + f"\n\n# ---- zoo entry {path.stem} ----\n"
+                      + placed(path.read_text(), where))
     for name, text in entry["FILES"].items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)

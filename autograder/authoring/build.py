@@ -12,13 +12,12 @@ from ..delivery.classroom import template_files
 from ..errors import BuildError
 from ..grading import forms
 from ..grading.golden import GOLDEN_PATH, compute_golden, serialize
-from ..grading.grade import plan
+from ..grading.grade import plan, run_plan
 from ..grading.registry import all_checks
 from ..intake.submission import open_submission
 from ..common.markers import strip_solutions
 from ..public import tiny_gpt
 from ..paths import KIT_ROOT
-from ..sandbox.runner import run_tasks
 
 # Kit modules the public self-checks use (the stage list for their markers), copied so that a student's
 # folder needs only torch and pytest.
@@ -81,7 +80,7 @@ def drift(root: Path = KIT_ROOT, golden=True) -> list[str]:
 
 def compute_forms(solutions: Path) -> dict:
     """Run every probe the registry uses on the reference, on cpu and meta; return their forms."""
-    run = run_tasks(open_submission(solutions), plan(all_checks(), {"cpu", "meta"}))
+    run = run_plan(open_submission(solutions), plan(all_checks(), {"cpu", "meta"}))
     return forms.forms_of(run.observations)
 
 

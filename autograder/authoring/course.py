@@ -31,12 +31,11 @@ from ..curriculum import STAGE_OF, STAGES
 from ..delivery.nbgrader.pipelines import SANITIZE
 from ..errors import BuildError
 from ..grading.config import CourseConfig, given_code
-from ..grading.grade import plan
+from ..grading.grade import worst_case
 from ..grading.registry import declared
 from ..intake import notebooks
 from ..common.markers import BEGIN, HIDDEN_BEGIN, HIDDEN_END
 from ..paths import KIT_ROOT
-from ..sandbox.runner import worst_case_s
 from .build import planned_files
 
 DEFAULT_ASSIGNMENT = "attention"
@@ -151,7 +150,7 @@ def nbgrader_config(assignment: str, config=None) -> str:
     # A given stage's module is the kit's, not the student's: autograde puts the source's copy back.
     modules = sorted(f"attention_lab/{p}" for p in ["__init__.py", *(f"{s.module}.py" for s in STAGES.values()
                                                                      if s.number not in config.given)])
-    timeout = max(worst_case_s(plan(config.checks({n}), {"cpu", "meta", "cuda"})) for n in config.stages)
+    timeout = max(worst_case(config.checks({n}), {"cpu", "meta", "cuda"}) for n in config.stages)
     return f'''\
 {BEGIN_BLOCK}
 c = get_config()  # noqa: F821

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 import torch
 
 from .. import probes
-from ..curriculum import modules_for
+from ..curriculum import STAGE_OF, modules_for
 from ..intake.review import review
 from ..intake.submission import opened
 from ..public.feedback import is_error_record
 from ..sandbox.protocol import Task
-from ..sandbox.runner import PYTHON, TASK_TIMEOUT_S, run_tasks
+from ..sandbox.runner import PYTHON, TASK_TIMEOUT_S, run_tasks, worst_case_s
 from ..sandbox.workspace import bindings_out_of_reach, children_own_root
 from .config import CourseConfig, given_code
 from .forms import expected_form, misfit, student_error
@@ -40,6 +40,32 @@ def plan(checks, devices):
             if d in devices and Task("probe", c.probe, d) not in tasks:
                 tasks.append(Task("probe", c.probe, d))
     return tasks
+
+
+def races_in(tasks):
+    """The tasks of ``tasks`` that are races (``Probes.race``), each with its race."""
+    table = probes.load()
+    return {t: table[t.name].fn for t in tasks if t.kind == "probe" and table[t.name].race}
+
+
+def worst_case(checks, devices, timeout_s=TASK_TIMEOUT_S):
+    """``runner.worst_case_s`` of the plan of ``checks`` on ``devices``: the longest a grading of them runs."""
+    tasks = plan(checks, devices)
+    return worst_case_s(tasks, timeout_s, races_in(tasks))
+
+
+def run_plan(submission, tasks, **options):
+    """``runner.run_tasks`` for ``tasks`` of ``plan``'s, with what their probes declare: which are races
+    (driven from here: ``Probes.race``), which are worth a child of their own (``apart``), and which are of
+    a stage written by hand (no library attention): its probes that do not allow it, and the import of its
+    module, so that no library attention can be worked out ahead while the module is imported."""
+    table = probes.load()
+    declared = [t for t in tasks if t.kind == "probe"]
+    by_hand = {t.stage for t in declared if not table[t.name].library_attention}
+    handwritten = [t for t in declared if not table[t.name].library_attention]
+    handwritten += [t for t in tasks if t.kind == "import" and f"s{STAGE_OF[t.name]}" in by_hand]
+    return run_tasks(submission, tasks, apart=[t for t in declared if table[t.name].apart], races=races_in(tasks),
+                     handwritten=handwritten, **options)
 
 
 @dataclass(frozen=True)
@@ -121,17 +147,20 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
         if stages is None:
             stages = set(config.stages) & (sub.stages if sub.stages is not None else set(config.stages))
         checks = config.checks(stages)
-        sub.give(given_code(config, stages))  # what the child imports for a given stage is the kit's reference
-        code = {f"{m}.py": code for m, code in sub.code().items() if m in modules_for(stages)}
+        given = given_code(config, stages)
+        sub.give(given)  # what the child imports for a given stage is the kit's reference
+        # Every file the child may import, a helper module as much as the course's; not the given modules,
+        # which are the kit's own code (reviewed as the reference is, by tests/test_review.py), not the
+        # student's, so that a flag never names a student for what the kit wrote.
+        code = {path: data for path, data in sub.package_files().items() if path.removesuffix(".py") not in given}
         children_own_root()  # it forks to find out: before a second thread exists
         with ThreadPoolExecutor(1) as beside:
             # The code that runs, read for reaches into the interpreter (named to the instructor, never
-            # scored) while the child runs it: the grading process would only wait (0.1 s of a grading).
+            # scored) while the child runs it, in a process of its own (intake.review): this thread only waits.
             reviewed = beside.submit(review, code)
             tasks = plan(checks, devices)
-            run = run_tasks(sub, tasks, timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
-                            required=config.require_isolation, threads=config.threads,
-                            apart=[t for t in tasks if t.kind == "probe" and probes.load()[t.name].apart])
+            run = run_plan(sub, tasks, timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
+                           required=config.require_isolation, threads=config.threads)
         flagged = reviewed.result()
     _warn_once(run.isolation)
     results, errors, drawn = [], [], {}

@@ -25,6 +25,9 @@ class Probe:
     # Long, and alone in what it measures (a timed race): worth a child of its own, run beside the rest
     # where the machine has a core for it (``runner.run_tasks``'s ``apart``). Its verdict is the same either way.
     apart: bool = False
+    timed: bool = False  # ``fn(lab, device, seed)``: asked once per round of a race, with that round's seed
+    # ``fn(ask_student, ask_kit)`` is a race, driven from the grading process (``Probes.race``), never run in a child
+    race: bool = False
 
 
 class Probes(dict):
@@ -39,11 +42,19 @@ class Probes(dict):
         def declare(fn):
             if name in self:
                 raise ValueError(f"probe {name!r} is declared twice")
-            settings = {"library_attention": False, "apart": False, **self.defaults, **options}
-            self[name] = Probe(name, fn, golden, settings["library_attention"], settings["apart"])
+            settings = {"library_attention": False, "apart": False, "timed": False, "race": False,
+                        **self.defaults, **options}
+            self[name] = Probe(name, fn, golden, settings["library_attention"], settings["apart"],
+                               settings["timed"], settings["race"])
             return fn
 
         return declare
+
+    def race(self, name, **options):
+        """Declare a race: a function of (ask_student, ask_kit) that the grading process calls with the
+        runner's two ways of asking, one request at a time, and that returns the check's observation.
+        It asks and compares; it holds no expected value but what the kit's own child answers."""
+        return self.add(name, race=True, **options)
 
 
 class ProbeError(Exception):

@@ -3,15 +3,13 @@
 Library attention is allowed in this stage, so every probe here runs without the guard that
 refuses it (which would also slow PyTorch's fused kernels down and spoil the timing).
 """
-import sys
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from ..public import speed
-from ..public.watch import Watch, describe_changes
+from ..public.feedback import is_error_record, problem
 from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, dropout_report, dropout_weights,
                      eval_report, forward, gradient_report, leak_report, linear_weights, load_by_name, plain, raised,
                      randn, shape_reports)
@@ -365,58 +363,98 @@ def fast_gradients(lab, device):
 
 
 # ---------------------------------------------------------------- speed
+#
+# The race is driven from the grading process (``fast_speed``), never run in the student's child: it asks
+# the student's child for ``s8.fast.timed`` and a child of the kit's own, which runs no code of the
+# student's, for ``kit.fast.timed`` and ``kit.fast.idle``, one request at a time, and the runner times
+# each request from outside the process that answers it. Nothing the student's code does in its own
+# process can move the kit's times, replace the clock or judge the outputs.
 
-class Untouched:
-    """What could make the kit's reference slower if the student's forward changed it between
-    the timed calls: torch's functions and modes (``public.watch.Watch``, as after every task), and
-    settings, trace hooks and threads. The first check takes the snapshot, before the student's
-    first call; every later one compares."""
-
-    def __init__(self):
-        self.settings = self.watch = None
-
-    @staticmethod
-    def _settings():
-        return {
-            "torch's number of threads": (torch.get_num_threads(), torch.get_num_interop_threads()),
-            "the choice of attention kernels": (torch.backends.cuda.flash_sdp_enabled(),
-                                                torch.backends.cuda.mem_efficient_sdp_enabled(),
-                                                torch.backends.cuda.math_sdp_enabled()),
-            "torch.backends.mkldnn": torch.backends.mkldnn.enabled,
-            "deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
-            "the default dtype": torch.get_default_dtype(),
-            "grad mode": torch.is_grad_enabled(),
-            "a trace or profile function": (sys.gettrace(), sys.getprofile()),
-            "the running threads": len(sys._current_frames()),
-        }
-
-    def check(self):
-        if self.settings is None:
-            self.settings, self.watch = self._settings(), Watch()
-            if self.settings["the running threads"] != 1:  # the grader's own child runs one Python thread
-                raise ProbeError("a thread the submission started is still running while FastMultiHeadAttention "
-                                 "is being timed; the timing cannot be trusted, so it does not count")
-            return
-        now = self._settings()
-        changed = [f"changed {name}" for name, value in self.settings.items() if now[name] != value]
-        watched = self.watch.changes()  # undone, so the kit's next call runs on the real functions
-        if watched:
-            changed.append(describe_changes(watched))
-        if changed:
-            raise ProbeError(f"FastMultiHeadAttention.forward {changed[0]} while being timed; "
-                             "the timing cannot be trusted, so it does not count")
+_timed: dict = {}  # the layer a child's race times, built by its first request and kept for the rounds after it
 
 
-@PROBES.add("s8.fast.speed", apart=True)  # a third of the reference's grading: a core of its own, where there is one
-def fast_speed(lab, device):
-    """Timed in this one process against the kit's reference: see ``autograder/public/speed.py``."""
-    def run():
+@PROBES.add("s8.fast.timed", timed=True)
+def fast_timed(lab, device, seed):
+    """The student's side of a round: ``seed`` None builds the layer with the race's weights and warms it
+    up on an input of the timed size (the first call allocates and picks kernels); a seed makes that
+    round's input and returns the layer's output for it."""
+    if seed is None:
         d, h = speed.SIZE["width"], speed.SIZE["heads"]
         module = load_by_name(fast(lab, d, d, speed.SIZE["tokens"], 0.0, h), speed.weights(), spare_biases=True)
-        module = module.to(device).eval()
-        try:
-            return speed.race(module, device, between=Untouched().check)
-        except speed.Unfit as exc:
-            raise ProbeError(str(exc)) from None
+        _timed["layer"] = module.to(device).eval()
+        with torch.no_grad():
+            _timed["layer"](speed.inputs(0).to(device))
+        return {"ready": True}
+    if "layer" not in _timed:
+        raise ProbeError("FastMultiHeadAttention was not built for the race")
+    with torch.no_grad():
+        return plain(_timed["layer"](speed.inputs(seed).to(device)), "the output of forward")
 
-    return lab.attempt(run)
+
+def _kit_layer(device):
+    w = {name: t.to(device) for name, t in speed.weights().items()}
+    return lambda x: speed.fast_attention(x, w["qkv.weight"], None, w["out_proj.weight"], w["out_proj.bias"],
+                                          speed.SIZE["heads"])
+
+
+@PROBES.add("kit.fast.timed", timed=True)
+def kit_timed(lab, device, seed):
+    """The kit's side of a round, in a child that never imports the submission (``lab`` is not used)."""
+    if seed is None:
+        _timed["kit"] = _kit_layer(device)
+        with torch.no_grad():
+            _timed["kit"](speed.inputs(0).to(device))
+        return {"ready": True}
+    with torch.no_grad():
+        return plain(_timed["kit"](speed.inputs(seed).to(device)), "the output of the kit's reference")
+
+
+@PROBES.add("kit.fast.idle", timed=True)
+def kit_idle(lab, device, seed):
+    """A request that makes a round's input and hands back a tensor of the output's size, and runs no
+    layer: what every timed request costs besides its forward, taken off both sides."""
+    if seed is None:  # nothing to build
+        return {"ready": True}
+    return plain(speed.inputs(seed).to(device), "the input")
+
+
+class _Refused(Exception):
+    def __init__(self, record):
+        super().__init__(record)
+        self.record = record
+
+
+@PROBES.race("s8.fast.speed", apart=True)  # a third of the reference's grading: a core of its own, where there is one
+def fast_speed(ask_student, ask_kit):
+    """The race of ``public/speed.py``, in the grading process: ``ask_student(name, seed)`` and
+    ``ask_kit(name, seed)`` send one request to the student's child or the kit's and return its
+    ``runner.Answer`` (what came back, decoded on demand, and its times). Returns the race's report, or
+    the student's error record."""
+    def cost(answer):  # every thread's CPU, or its own time where it waited longer than it ran
+        return max(answer.cpu_s, answer.own_s)
+
+    def side(ask, name, whose):
+        def call(seed):
+            answer = ask(name, seed)
+            out = answer.observed()
+            if is_error_record(out):
+                if whose == "kit":  # the kit's own reference failed: the grader's failure, never a verdict
+                    raise RuntimeError(f"the kit's reference could not be timed: {out['error'].get('message')}")
+                raise _Refused(out)
+            return out, cost(answer)
+        return call
+
+    ready = ask_student("s8.fast.timed", None).observed()
+    if is_error_record(ready):
+        return ready
+    kit_ready = ask_kit("kit.fast.timed", None).observed()
+    if is_error_record(kit_ready):
+        raise RuntimeError(f"the kit's reference could not be built: {kit_ready['error'].get('message')}")
+    try:
+        return speed.race_with(side(ask_student, "s8.fast.timed", "student"), side(ask_kit, "kit.fast.timed", "kit"),
+                               idle=lambda seed: cost(ask_kit("kit.fast.idle", seed)),
+                               clock="the grader, from outside each process")
+    except _Refused as exc:
+        return exc.record
+    except speed.Unfit as exc:
+        return {"error": problem("ProbeError", str(exc))}

@@ -112,6 +112,27 @@ class JobGroup:
         except OSError as exc:
             raise NoGroup(f"the child could not be moved into its cgroup ({exc.strerror or exc})") from None
 
+    def hold(self) -> int:
+        """Let nothing start in the group, process or thread, until ``release``: its ``pids.max`` becomes the
+        number of tasks it has now. Returns the count of starts refused so far, for ``refused``."""
+        try:
+            _write(self.pids / "pids.max", int((self.pids / "pids.current").read_text()))
+        except (OSError, ValueError) as exc:
+            raise NoGroup(f"the child's cgroup could not be held ({exc})") from None
+        return self.refused()
+
+    def release(self) -> None:
+        """Let tasks start again, up to the group's own bound."""
+        _write(self.pids / "pids.max", self.tasks)
+
+    def refused(self) -> int:
+        """How many times the group was refused a new task at its ``pids.max`` (``pids.events``' max)."""
+        try:
+            counts = dict(line.split() for line in (self.pids / "pids.events").read_text().splitlines() if line.strip())
+            return int(counts.get("max", 0))
+        except (OSError, ValueError):
+            return 0
+
     def members(self) -> list[int]:
         found: set[int] = set()
         for folder in self.folders:

@@ -1,12 +1,12 @@
-"""The child process: confines itself, imports the student's package, runs the probes it is given.
+"""The child process: confines itself, imports the student's package, runs the probes it is asked for.
 
 Forked by the fork server (``server.py``), which has run ``preload`` once. Everything before
 ``confine.arm`` is trusted set-up that runs before any student code. The probes come from the
 module the job names (``protocol.PROBES``), imported by that name: it offers ``PROBES`` (name ->
-probe, with ``fn`` and ``library_attention``), ``Lab`` (lazy access to the student's modules) and
-``lab.attempt`` (a call whose exception becomes an error record). Per task it writes the task's index
-to ``CURRENT`` (so the parent can blame a crash or hang on it) and then one file of plain data,
-atomically (see ``protocol``).
+probe, with ``fn``, ``library_attention`` and ``timed``), ``Lab`` (lazy access to the student's modules)
+and ``lab.attempt`` (a call whose exception becomes an error record). It runs one task per request of
+the grader's, writes one file of plain data for it, atomically, and answers (see ``protocol``): what it
+writes is outputs, never a verdict, and the grader reads only the answer to what it asked.
 """
 import contextlib
 import importlib
@@ -101,6 +101,16 @@ def _warm_cuda() -> None:
     torch.manual_seed(0)
 
 
+def _warm_threads() -> None:
+    """Start torch's CPU threads now, where the course gives the child more than one (``threads``): their
+    team starts at the first parallel kernel, and a check of a stage written by hand may start none
+    (``runner._Child.ask``), so the first such check would be refused the threads torch itself wants."""
+    import torch
+
+    if torch.get_num_threads() > 1:
+        torch.ones(2**20).add_(1)  # large enough to be split among the threads
+
+
 def _surface_cuda_errors() -> None:
     """End the child here if this task's CUDA kernels failed. CUDA runs them asynchronously, so an
     index out of range (a device-side assertion, where the CPU raises IndexError) is reported at the
@@ -139,15 +149,18 @@ def main(job_path: str) -> None:
 
     probes = importlib.import_module(job.probes)
     table = probes.load()
+    # The grader's FIFOs, opened while the control folder is still in reach (it is not in the child's
+    # world); the grader holds both open already, so neither open waits.
+    asks, answers = os.open(job.ask, os.O_RDONLY | os.O_CLOEXEC), os.open(job.answer, os.O_WRONLY | os.O_CLOEXEC)
     lim = job.limits  # first: counting the user's processes needs all of /proc, which the child's world lacks
-    confine.limit(lim.memory, lim.file, lim.cpu * (len(job.tasks) + 2), lim.processes,
-                  address_space="cuda" not in job.devices)
+    confine.limit(lim.memory, lim.file, lim.cpu_total, lim.processes, address_space="cuda" not in job.devices)
     # While this process has one thread (a user namespace needs it):
     layers = {"user": job.uid, **(confine.namespaces() if "namespaces" in job.layers else {})}
     layers["keyring"] = confine.new_session_keyring()  # before CUDA's threads: each thread keeps its own
     layers.update(_enclose(job, layers))
     if "cuda" in job.devices:
         _warm_cuda()  # inside the world already: CUDA's threads and files are under the same rule
+    _warm_threads()
     if job.uid is not None:
         confine.drop_privileges(job.uid, job.gid)
     layers.update(_filter(job))  # last: the calls it refuses include some of those above
@@ -175,18 +188,24 @@ def main(job_path: str) -> None:
     reseed: Callable[[], torch.Generator] = ((lambda: torch.manual_seed(0)) if "cuda" in job.devices
                                              else (lambda: torch.default_generator.manual_seed(0)))
 
-    for index, task in job.tasks:
-        (out / protocol.CURRENT).write_text(str(index))
+    timed_before: Path | None = None  # the last timed request's result: the grader has read it
+    for request in protocol.requests(asks):
+        task = request.task
         refusals.clear()
-        hand = None if task.kind == "import" or table[task.name].library_attention else confine.HandWritten()
+        probe = table.get(task.name) if task.kind == "probe" else None
+        hand = confine.HandWritten() if request.hand else None  # imports of such a stage's module too
         reseed()
         torch.set_default_dtype(torch.float32)
         exact_float32()
         with torch.enable_grad(), hand or contextlib.nullcontext():
             if task.kind == "import":
                 result = lab.attempt(lambda: lab.load(task.name) and {"ok": True})
+            elif probe is None or probe.race:  # a race is driven by the grader, never run here
+                result = {"error": problem("NoSuchProbe", f"the grader asked for {task.name}, which is no probe")}
+            elif probe.timed:
+                result = lab.attempt(probe.fn, lab, task.device, request.seed)
             else:
-                result = lab.attempt(table[task.name].fn, lab, task.device)
+                result = lab.attempt(probe.fn, lab, task.device)
         if task.device == "cuda":
             _surface_cuda_errors()
         # Checked after every task, before anything is saved: torch.save may have been patched too.
@@ -197,14 +216,35 @@ def main(job_path: str) -> None:
             result = {"error": problem(*why)}
             if task.kind == "import":
                 lab.mark_broken(task.name, why[1])
-        done = protocol.result_file(out, index)
+        done = protocol.result_file(out, request.n)
         tmp = done.with_suffix(".tmp")
-        torch.save(result, tmp)
+        if request.seed is not None and type(result) is torch.Tensor and str(result.dtype)[6:] in RAW_DTYPES:
+            tmp.write_bytes(_raw(result))
+        else:
+            torch.save(result, tmp)
         os.replace(tmp, done)
-    (out / protocol.CURRENT).write_text(protocol.DONE)
+        if timed_before is not None:  # a race's outputs are large and read once: the folder keeps one
+            timed_before.unlink(missing_ok=True)
+        timed_before = done if request.seed is not None else None
+        os.write(answers, f"{request.n}\n".encode())
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)  # no atexit hook or finaliser of the submission's runs after the last result
+    os._exit(0)  # the grader has no more requests; no atexit hook or finaliser of the submission's runs
+
+
+RAW_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def _raw(t: object) -> bytes:
+    """A tensor as ``protocol.RAW_TENSOR`` spells it: the line, its dtype and shape, its bytes."""
+    import json
+
+    import torch
+
+    assert type(t) is torch.Tensor
+    t = t.detach().cpu().contiguous()
+    header = json.dumps({"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}).encode()
+    return protocol.RAW_TENSOR + header + b"\n" + t.reshape(-1).view(torch.uint8).numpy().tobytes()
 
 
 def _enclose(job: protocol.Job, layers: Mapping[str, object]) -> dict[str, object]:

@@ -1,21 +1,26 @@
 """What the grader and a grading child say to each other, spelled once for both ends.
 
-The grader writes a ``Job`` (JSON) into the workspace's control folder and asks the fork server for
-a child. The child runs the job's tasks in order; before each it writes the task's index to
-``CURRENT`` in its output folder (so a crash or hang is blamed on that task), after each one file of
-plain data, ``result_file(out, index)``, atomically; ``DONE`` in ``CURRENT`` when all are done, and
-what protected it to ``LAYERS``. The fork server answers ``ready``, then ``started <pid>`` and
-``ended <exit code>`` per request.
+The grader writes a ``Job`` (JSON) into the workspace's control folder, makes two FIFOs beside it
+(``Job.ask`` and ``Job.answer``) and asks the fork server for a child. The child opens both during its
+trusted set-up, writes what protected it to ``LAYERS`` in its output folder and stops itself until
+the grader has read that. Then the grader asks for one task at a time: a ``Request`` line on ``ask``;
+the child runs it, writes one file of plain data, ``result_file(out, n)``, atomically, and answers
+the request's number on ``answer``. The grader reads that one file, of the task it asked for, and
+nothing else: a result the child wrote ahead of time, or for a request never made, counts for nothing.
+The fork server answers ``ready``, then ``started <pid>`` and ``ended <exit code>`` per request.
 """
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-START_TIMEOUT_S = 60.0  # for the fork server to start, and for a child to start its first task
-CURRENT, LAYERS, DONE = "current", "layers.json", "done"
+START_TIMEOUT_S = 60.0  # for the fork server to start, and for a child to finish its trusted set-up
+LAYERS = "layers.json"
+REQUEST_MAX_BYTES = 4096  # a request line: a task's names and a seed; anything longer is not one
 # The kernel's layers a child tries: namespaces (network, mounts, IPC, and its own root in them),
 # Landlock and the seccomp filter; and the one the grader puts it in, a cgroup. The tests take some
 # away to grade as a machine without them would.
@@ -23,8 +28,16 @@ KERNEL_LAYERS = ("namespaces", "landlock", "seccomp", "cgroup")
 PROBES = "autograder.probes"  # the module a child imports, by name, to run probes: see ``Job.probes``
 
 
-def result_file(out: Path, index: int) -> Path:
-    return Path(out) / f"{index}.pt"
+def result_file(out: Path, n: int) -> Path:
+    return Path(out) / f"{n}.pt"
+
+
+# A timed request's output (a race's round: one tensor of 2 MiB) is written raw, not by torch.save: this
+# line, then a line of JSON ({"dtype": "float32", "shape": [...]}), then the tensor's bytes. Reading it
+# back is a header and a copy (torch.save's zip is read record by record and written again, 4 ms for
+# this size, in the grading process, ten times a race).
+RAW_TENSOR = b"attention-lab raw tensor\n"
+RAW_HEADER_MAX_BYTES = 256
 
 
 @dataclass(frozen=True)
@@ -47,10 +60,57 @@ class Task:
 
 
 @dataclass(frozen=True)
+class Request:
+    """The grader's ``n``-th request to a child: run ``task``; ``seed``: for a timed probe, which input
+    to make (None: build what it times, and warm it up); ``hand``: the task belongs to a stage written by
+    hand, so library attention is refused while it runs (``confine.HandWritten``). One line of JSON on the
+    ``ask`` FIFO."""
+    n: int
+    task: Task
+    seed: int | None = None
+    hand: bool = False
+
+    def line(self) -> bytes:
+        return (json.dumps({"n": self.n, "task": asdict(self.task), "seed": self.seed, "hand": self.hand})
+                + "\n").encode()
+
+    @classmethod
+    def parse(cls, line: bytes) -> "Request | None":
+        """The request on ``line``, or None for anything else (the student's code can write to its own
+        end of the FIFO too: what it writes is no request the grader made, and is ignored)."""
+        try:
+            data = json.loads(line)
+            task, n, seed, hand = Task(**data["task"]), data["n"], data["seed"], data["hand"]
+        except (ValueError, TypeError, KeyError):
+            return None
+        if type(n) is not int or not (seed is None or type(seed) is int) or type(hand) is not bool or not all(
+                type(v) is str for v in asdict(task).values()):
+            return None
+        return cls(n, task, seed, hand)
+
+
+def requests(fd: int) -> Iterator[Request]:
+    """The requests read from ``fd`` (the child's end of ``ask``), one at a time, until the grader closes
+    its end. Blocks between them: the child waits for the grader."""
+    pending = b""
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            request = Request.parse(line) if len(line) <= REQUEST_MAX_BYTES else None
+            if request is not None:
+                yield request
+        pending = pending[-REQUEST_MAX_BYTES:]
+
+
+@dataclass(frozen=True)
 class Limits:
     memory: int  # bytes of address space on top of what the child holds when it confines itself
     file: int  # bytes of any one file it writes
-    cpu: float  # CPU seconds per task
+    cpu_total: float  # CPU seconds of the whole child (RLIMIT_CPU): a backstop under the grader's limit per task
     processes: int  # threads and processes beyond those it has when it confines itself
 
 
@@ -63,32 +123,26 @@ class Job:
     uid: int | None  # the user it becomes (None: it stays who it is)
     gid: int | None
     limits: Limits
-    out: str  # where it writes CURRENT, LAYERS and the results
+    out: str  # where it writes LAYERS and the results
     home: str  # its HOME and TMPDIR: the one folder besides ``out`` it may write
     stash: str  # where it builds its own root (see ``world.own_root``)
     broken: dict[str, str]  # module -> why it is not imported again
     # module -> why intake did not read its file (a link, a FIFO): said by every check that needs it
     left_out: dict[str, str]
-    tasks: list[tuple[int, Task]]
+    devices: list[str]  # those its tasks may run on ("cuda" is started in its trusted set-up)
+    ask: str  # the FIFO it reads requests from
+    answer: str  # the FIFO it answers on
     probes: str = PROBES
     own_root: bool = False  # the grading process found that children can have a root of their own
     layers: list[str] = field(default_factory=lambda: list(KERNEL_LAYERS))  # those of KERNEL_LAYERS to try
-    devices: set[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.devices = {task.device for _, task in self.tasks}
 
     def write(self, path: Path) -> None:
-        data = asdict(self)
-        data.pop("devices")
-        data["tasks"] = [[i, asdict(t)] for i, t in self.tasks]
-        Path(path).write_text(json.dumps(data))
+        Path(path).write_text(json.dumps(asdict(self)))
 
     @classmethod
     def read(cls, path: Path) -> "Job":
         data = json.loads(Path(path).read_text())
         data["limits"] = Limits(**data["limits"])
-        data["tasks"] = [(i, Task(**t)) for i, t in data["tasks"]]
         return cls(**data)
 
 

@@ -2,26 +2,33 @@
 student code never runs in the process that scores it).
 
 The child is forked by a ``ForkServer`` (one per grading, or one per worker when a class is
-graded) and imports the submission; this process only reads what the child wrote: small regular
-files (never a link or a FIFO), loaded with ``torch.load(weights_only=True)`` and accepted only
-as plain data. A watchdog kills the child's whole process group, and everything that escaped
-it, when a task runs past its wall-clock or CPU time or the child grows past its memory limit.
-A task that crashes or hangs is blamed for it, and the tasks after it run in a fresh child; a
-callable (a probe name's ``s<stage>.<callable>``) whose code has crashed or hung ``STRIKES`` times
-is not called again, so a hostile submission finishes within a bound while everything else of it is
-graded normally.
+graded) and imports the submission. This process asks it for one task at a time and reads the
+answer to that request alone: a small regular file (never a link or a FIFO), loaded with
+``torch.load(weights_only=True)`` and accepted only as plain data; whatever else the child wrote
+counts for nothing. Each request is timed from outside the child (its CPU time from ``/proc``, its
+own wall-clock time less its waits for a CPU), and the watch kills the child's whole process group
+when a request runs past its time or CPU, or the child grows past its memory limit. A task that
+crashes or hangs is blamed for it, and the tasks after it run in a fresh child; a callable (a probe
+name's ``s<stage>.<callable>``) whose code has crashed or hung ``STRIKES`` times is not called again,
+so a hostile submission finishes within a bound while everything else of it is graded normally. A
+race (stage 8's speed) is driven from here against the student's child and a child of the kit's own.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
+import json
+import math
 import os
 import pickletools
+import select
 import signal
 import subprocess
 import threading
 import time
 import zipfile
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,7 +44,6 @@ from .protocol import START_TIMEOUT_S, Task
 from .workspace import Submission, Workspace, read_small
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
     from pathlib import Path
 
     from .forkserver import Child
@@ -182,9 +188,38 @@ def load_result(data: bytes | str) -> Any:
     try:
         if isinstance(data, str):
             raise ValueError(data)
+        if data.startswith(protocol.RAW_TENSOR):
+            return _raw_tensor(data)
         return validate(torch.load(io.BytesIO(_stored_zip(data)), weights_only=True))
     except Exception as exc:  # unreadable or not plain data: the task failed, grading goes on
         return error("BadResult", f"the grader could not read this result ({str(exc)[:200]})")
+
+
+RAW_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+              "bfloat16": torch.bfloat16}
+
+
+def _raw_tensor(data: bytes) -> torch.Tensor:
+    """The tensor of a result written raw (``protocol.RAW_TENSOR``): its header is a dtype of
+    ``RAW_DTYPES`` and a shape whose size is exactly the bytes that follow, at most ``TENSOR_MAX_BYTES``.
+    Raises ValueError."""
+    start = len(protocol.RAW_TENSOR)
+    end = data.find(b"\n", start, start + protocol.RAW_HEADER_MAX_BYTES)
+    if end < 0:
+        raise ValueError("a raw tensor without its header")
+    header = json.loads(data[start:end])
+    if not isinstance(header, dict) or header.get("dtype") not in RAW_DTYPES:
+        raise ValueError("a raw tensor of no dtype it may have")
+    shape, dtype = header.get("shape"), RAW_DTYPES[header["dtype"]]
+    if not isinstance(shape, list) or len(shape) > 8 or not all(type(n) is int and 0 <= n <= 2**31 for n in shape):
+        raise ValueError("a raw tensor of no shape it may have")
+    body = data[end + 1:]
+    size = math.prod(shape) * dtype.itemsize
+    if size != len(body) or size > TENSOR_MAX_BYTES:
+        raise ValueError(f"a raw tensor of {len(body)} bytes where its shape says {size}")
+    if not size:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(body), dtype=torch.uint8).view(dtype).reshape(shape)
 
 
 def _stored_zip(data: bytes) -> bytes:
@@ -219,32 +254,46 @@ def _stored_zip(data: bytes) -> bytes:
     return copy.getvalue()
 
 
+# A race (``Probes.race``): called in the grading process with two ways of asking, the student's child and a
+# child of the kit's own, ``ask(probe name, seed) -> Answer``; returns the check's observation.
+Ask = Callable[[str, "int | None"], "Answer"]
+Race = Callable[[Ask, Ask], Any]
+RACE_TASKS = 4  # what a race may take, in tasks' time: its rounds stop at a budget of the student's time
+
+
 def run_tasks(submission: Submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S,
               server: ForkServer | None = None, required: bool = False, threads: int | None = None,
-              apart: Iterable[Task] = ()) -> Run:
+              apart: Iterable[Task] = (), races: Mapping[Task, Race] | None = None,
+              handwritten: Iterable[Task] = ()) -> Run:
     """Run ``tasks`` against ``submission`` (a ``submission.Submission``), in children forked by
     ``server`` (a ``ForkServer``; by default one started for this run alone, its children using
     ``threads`` torch threads). ``required``: stop with ``IsolationRequired`` rather than grade where
     the kernel does not confine the child. The whole run ends within ``worst_case_s``: past it, the
     tasks not yet run are "not run: grading took too long", and what was graded stands.
 
-    ``apart``: tasks worth a child of their own (a long timed race), run at the same time as the others
-    where ``room_beside`` allows; that child runs the import tasks first, as every child does (the
-    others' results of those count), so each task meets the submission as it would have in one child."""
+    ``races``: tasks that are races (``Race``), driven from here against the student's child and a child
+    of the kit's own. ``handwritten``: tasks of stages written by hand: library attention is refused
+    while they run, and the child may run no thread but its own (``_Child.ask``). ``apart``: tasks worth
+    a child of their own (a long timed race), run at the same time as the others where ``room_beside``
+    allows; that child runs the import tasks first, as every child does (the others' results of those
+    count), so each task meets the submission as it would have in one child."""
+    races, handwritten = dict(races or {}), frozenset(handwritten)
     if required:
         require_isolation()
     if server is None:
         with ForkServer(threads=threads) as server:  # one grading's: its first meta task warms that device
-            return run_tasks(submission, tasks, timeout_s, server, required, apart=apart)
+            return run_tasks(submission, tasks, timeout_s, server, required, apart=apart, races=races,
+                             handwritten=handwritten)
     measured, apart = [t for t in tasks if t.kind != "import"], set(apart)
     beside = [t for t in measured if t in apart]
     if not beside or len(beside) == len(measured) or room_beside(server) is not None:
-        return _run_children(submission, tasks, timeout_s, server, required)
+        return _run_children(submission, tasks, timeout_s, server, required, races=races, handwritten=handwritten)
     stop = threading.Event()  # set by the child that fails (the grader's error): the other stops too
 
     def lane(some: list[Task]) -> Run:
         try:
-            return _run_children(submission, some, timeout_s, server, required, stop=stop)
+            return _run_children(submission, some, timeout_s, server, required, stop=stop, races=races,
+                                 handwritten=handwritten)
         except BaseException:
             stop.set()
             raise
@@ -290,7 +339,7 @@ def room_beside(server: ForkServer) -> str | None:
     server.start_now()
     if not server.concurrent:
         return "the fork server runs one child at a time here"
-    return cgroups.unavailable()
+    return _job_group_unavailable()
 
 
 def _available_memory() -> int:
@@ -303,11 +352,13 @@ def _available_memory() -> int:
 
 
 def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, server: ForkServer, required: bool,
-                  stop: threading.Event | None = None) -> Run:
+                  stop: threading.Event | None = None, races: Mapping[Task, Race] | None = None,
+                  handwritten: frozenset[Task] = frozenset()) -> Run:
     """``run_tasks`` for one set of tasks, in children one after another. ``stop``: another set runs in
     children of the same server at the same time (the caller sweeps up after both); when it is set, the
     other has failed, and this one stops (``_Stopped``)."""
-    deadline = time.monotonic() + worst_case_s(tasks, timeout_s)
+    races = races or {}
+    deadline = time.monotonic() + worst_case_s(tasks, timeout_s, races)
     linux.become_subreaper()
     ws = Workspace(submission, server.uid, server.gid)
     run = Run({})
@@ -323,12 +374,14 @@ def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, s
             if left <= 0:
                 for i in pending:
                     results[i] = error("NotRun", f"not run: grading this submission took longer than the "
-                                       f"{worst_case_s(tasks, timeout_s):.0f} s all its checks may take together")
+                                       f"{worst_case_s(tasks, timeout_s, races):.0f} s all its checks may take "
+                                       "together")
                 break
             out = ws.child_dir()
             batch, wall = ([alone], timeout_s * ALONE_WALL_FACTOR) if alone is not None else (pending, timeout_s)
             found, blamed, why, reported, starved = _one_child(server, ws, tasks, batch, broken, out, wall,
-                                                               timeout_s * CPU_PER_WALL, left, stop)
+                                                               timeout_s * CPU_PER_WALL, left, stop, races,
+                                                               handwritten)
             results.update(found)
             alone = None
             if blamed is not None and starved and blamed not in retried and blamed not in results:
@@ -367,88 +420,464 @@ def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, s
     return run
 
 
-def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S) -> float:
+def worst_case_s(tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S, races: Iterable[Task] = ()) -> float:
     """An upper bound on ``run_tasks``'s wall time, and the grader's own limit on it: every task runs
-    to its timeout, and each of the crashes or hangs the strikes allow (one per probe and device)
-    starts a child that takes as long as it may to start and is run again alone once."""
+    to its timeout (a race takes ``RACE_TASKS`` tasks' time), and each of the crashes or hangs the strikes
+    allow (one per probe and device) starts a child that takes as long as it may to start and is run again
+    alone once."""
     starts = 1 + STRIKES * len({t.callable for t in tasks}) * len({t.device for t in tasks})
-    return len(tasks) * (timeout_s + 1) + starts * (START_TIMEOUT_S + timeout_s * ALONE_WALL_FACTOR)
+    weight = len(tasks) + (RACE_TASKS - 1) * len(set(races) & set(tasks))
+    return weight * (timeout_s + 1) + starts * (START_TIMEOUT_S + timeout_s * ALONE_WALL_FACTOR)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A child's answer to one request, timed by the grader from outside the child: ``data``, the result
+    file's bytes (or why it was not read: a str; None: there was none); ``cpu_s``, the CPU time every thread
+    of the child used while the request was out (for a timed request, exact: its threads' own counters,
+    with those that came and went in between found by the process's total; otherwise that total alone, in
+    clock ticks); ``own_s``, its own time: the wall clock from the request to the answer less the time its
+    main thread sat runnable while the machine ran something else."""
+    data: bytes | str | None
+    cpu_s: float
+    own_s: float
+
+    def observed(self) -> Any:
+        """What came back, as plain data (``load_result``), or the error record of why not."""
+        return load_result(self.data if self.data is not None else "no result was written")
+
+
+class _Refused(Exception):
+    """The grader refuses a task's answer (``record``, the check's error), from what it saw of the child."""
+
+    def __init__(self, record: dict[str, Record]):
+        super().__init__(record["error"]["message"])
+        self.record = record
+
+
+class _ChildFailed(Exception):
+    """The child ended, or the watch stopped it, while a request was out: ``how`` it ended, in words,
+    ``timeout`` (stopped for time), ``starved`` (it had waited for a CPU more than ``STARVED_SHARE`` of its
+    time)."""
+
+    def __init__(self, how: str, timeout: bool = False, starved: bool = False):
+        super().__init__(how)
+        self.how, self.timeout, self.starved = how, timeout, starved
 
 
 def _one_child(server: ForkServer, ws: Workspace, tasks: list[Task], pending: list[int], broken: dict[str, str],
-               out: Path, timeout_s: float, cpu_limit: float, left: float, stop: threading.Event | None = None
+               out: Path, timeout_s: float, cpu_limit: float, left: float, stop: threading.Event | None = None,
+               races: Mapping[Task, Race] | None = None, handwritten: frozenset[Task] = frozenset()
                ) -> tuple[dict[int, Any], int | None, dict[str, Record] | None, protocol.IsolationReport, bool]:
-    """Run ``pending`` tasks in one child, each within ``timeout_s`` of its own time (``_watch``) and
-    ``cpu_limit`` CPU seconds, the whole child within ``left`` seconds. Returns (the results it wrote:
-    index -> observation, the index blamed for an early end, its error, what the child reported of its
-    isolation, whether the blamed task ran out of time on a busy machine)."""
-    job = protocol.Job(
-        submission=str(ws.submission), sandbox=str(ws.root), secrets=[str(p) for p in workspace.secrets()],
-        kit_parent=str(KIT_ROOT) if str(KIT_ROOT) not in workspace.site_paths() else None, uid=ws.uid, gid=ws.gid,
-        limits=protocol.Limits(MEMORY_LIMIT, FILE_LIMIT, cpu_limit, EXTRA_PROCESSES),
-        out=str(out), home=str(ws.home), stash=str(ws.control / f"{out.name}.stash"), broken=broken,
-        left_out=ws.left_out,
-        tasks=[(i, tasks[i]) for i in pending], own_root=ws.own_root)
-    job_path = ws.control / f"{out.name}.json"
-    job.write(job_path)
-    group, no_group = _job_group()
-    beside = stop is not None
-    if beside and group is None:  # its stragglers could be told from the other child's by its group alone
-        raise GradingError(f"a grading child beside another needs a control group of its own, and got none: {no_group}")
-    own_disk = None if ws.disk == workspace.TMPFS else (workspace.OUTPUT_BYTES, workspace.OUTPUT_INODES)
-    proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()), tmpfs=own_disk)
-    seen = proc.view(out)  # where the grader reads what the child wrote in ``out``
-    ahead = _Ahead(seen, pending)
-    layers: bytes | protocol.IsolationReport | None  # as the child wrote it, then with the grader's facts
+    """Run ``pending`` tasks in one child, asked for one at a time, each within ``timeout_s`` of its own
+    time and ``cpu_limit`` CPU seconds, the whole child within ``left`` seconds; a race (``races``) against
+    a child of the kit's own as well. Returns (the results of the tasks answered: index -> observation,
+    the index blamed for an early end, its error, what the child reported of its isolation, whether the
+    blamed task ran out of time on a busy machine)."""
+    races = races or {}
+    raced = [tasks[i] for i in pending if tasks[i] in races]
+    if raced:
+        server.start_now()  # whether it runs two children at once is known once it is ready
+    if raced and not server.concurrent:
+        raise GradingError(f"{raced[0].name} races the submission against the kit's own reference, in two children "
+                           "at once, and this fork server runs one child at a time (its kernel has no pidfds: Linux "
+                           "5.3 or later has them)")
+    child = _Child(server, ws, out, broken, {tasks[i].device for i in pending}, timeout_s, cpu_limit, left, stop)
+    kit: _Child | None = None
+    results: dict[int, Any] = {}
     try:
-        code, stopped, layers, starved = _watch(proc, seen, timeout_s, pending, cpu_limit, left, group, ahead, stop)
+        # The kit's own child, where a race is to run, is started now: it confines itself beside the student's.
+        kit = _Child(server, ws, ws.side_dir("kit"), {}, {t.device for t in raced}, timeout_s, cpu_limit, left, stop,
+                     kit=True) if raced else None
+        report = child.settle()
+        for i in pending:
+            task = tasks[i]
+            try:
+                if task in races:
+                    assert kit is not None
+                    results[i] = _drive(races[task], task, child, kit)
+                else:
+                    results[i] = child.ask(task, hand=task in handwritten)
+            except _Refused as refused:  # not the child's answer: the grader's verdict on how it ran
+                results[i] = refused.record
+            except _ChildFailed as failed:
+                return (child.observations(results), i, _blame(tasks, i, failed.how, failed.timeout), report,
+                        failed.starved)
+        return child.observations(results), None, None, report, False
     finally:
-        ended = _kill(proc)
-        # Beside another child the user-wide sweep would end that one too: the removal of this child's group
-        # below ends everything it started, and the caller sweeps once both have ended.
-        server.kill_stragglers(proc.pid, everyone=not beside)
-        out_of_memory = group is not None and group.ran_out_of_memory()
-        if group is not None:
-            group.remove()
-    if not ended:
-        raise GradingError(f"a grading child outlived SIGKILL for {KILLED_WITHIN_S} s")
-    if layers is not None:
-        layers = _with_grader_facts(layers, group, no_group, proc.output_tmpfs)
-    if out_of_memory and stopped is None and code == -signal.SIGKILL:
-        stopped = f"used more than {GROUP_MEMORY_LIMIT / 2**30:g} GiB of memory"  # the cgroup's OOM killer ended it
-    if layers is None:  # the child never reached the end of its trusted set-up: no student code ran, the kit failed
-        raise GradingError(f"the grader's child process failed to start ({stopped or _died(code, ws, out)})")
-    # What the child wrote in its output folder after its set-up may be the submission's (it can write
-    # there), so only results an honest child could have left count. It runs the tasks in order, names
-    # each in CURRENT first and writes its result before naming the next: so results count in an
-    # unbroken run from the first task, and one that ended on its own (the watch did not stop it)
-    # ended during the task it last named, before any later one started, unless it said it was done.
-    # They are read as regular files, CHILD_RESULTS_MAX_BYTES in all. Which results exist decides what
-    # is blamed, never CURRENT's word alone.
-    last, counted = _read_current(seen), pending
-    if stopped is None and last != protocol.DONE:  # it ended on its own, during the task it last named
-        counted = pending[:pending.index(last)] if last in pending else []
-    found, budget = {}, workspace.CHILD_RESULTS_MAX_BYTES
-    for i in counted:
-        limit = min(workspace.RESULT_MAX_BYTES, budget)
-        data = workspace.read_result(protocol.result_file(seen, i), limit)
-        if data is None:
-            break
+        if kit is not None:
+            kit.close()
+        child.close()
+
+
+def _drive(race: Race, task: Task, child: _Child, kit: _Child) -> Any:
+    """The observation of ``race``, run against ``child`` (the student's) and ``kit`` (the kit's own child).
+    While the kit's child answers, the student's is stopped: nothing of the student's runs beside the
+    kit's reference while it is timed. A failure of the kit's own child, or of the race's code, is the
+    grader's (``GradingError``); the student's child's is the race task's (``_ChildFailed``)."""
+    def ask_student(name: str, seed: int | None) -> Answer:
+        return child.ask(Task("probe", name, task.device), seed, keep=False)
+
+    def ask_kit(name: str, seed: int | None) -> Answer:
+        child.pause()
+        try:
+            return kit.ask(Task("probe", name, task.device), seed, keep=False)
+        except _ChildFailed as failed:
+            raise GradingError(f"the kit's own child failed in {task.name}'s race: it {failed.how}") from None
+        finally:
+            child.resume()
+
+    try:
+        return race(ask_student, ask_kit)
+    except (_ChildFailed, _Stopped, GradingError):
+        raise
+    except Exception as exc:  # noqa: BLE001  (the race's own code: never the student's loss)
+        raise GradingError(f"the grader could not run {task.name}'s race: {type(exc).__name__}: {exc}") from exc
+
+
+class _Child:
+    """One grading child, started by ``server`` in ``out`` and asked for one task at a time (``ask``). It
+    is started, and its trusted set-up awaited, when made: where it never finishes that, no student code
+    has run and the kit failed (``GradingError``). ``kit``: a child of the kit's own, which never imports
+    the submission (a race's reference runs there)."""
+
+    def __init__(self, server: ForkServer, ws: Workspace, out: Path, broken: dict[str, str], devices: set[str],
+                 timeout_s: float, cpu_limit: float, left: float, stop: threading.Event | None = None,
+                 kit: bool = False) -> None:
+        self.server, self.ws, self.out, self.stop, self.kit = server, ws, out, stop, kit
+        self.timeout_s, self.cpu_limit, self.deadline = timeout_s, cpu_limit, time.monotonic() + left
+        self.budget, self.asked, self.paused = workspace.CHILD_RESULTS_MAX_BYTES, 0, False
+        self.decoded: dict[bytes, Any] = {}  # a result's bytes -> what ``load_result`` made of them
+        self.undecoded: list[bytes] = []  # results read, to decode while the child works on (AHEAD_S a look)
+        self.answered = b""  # of the answer FIFO: what has come and is not a whole line yet
+        self.group: cgroups.JobGroup | None
+        self.no_group: str | None
+        self.group, self.no_group = _job_group()
+        self.report: protocol.IsolationReport | None = None  # once its set-up is done (``settle``)
+        self.held: int | None = None  # its group holds its tasks (``ask``): the count of refused starts then
+        beside = stop is not None
+        self.proc: Child | None = None
+        home = ws.side_dir("kit-home", home=True) if kit else ws.home
+        self.dropped = [out, home] if kit else []  # the folders of its own, removed when it has ended
+        self.fifos = [ws.control / f"{out.name}.{end}" for end in ("ask", "answer")]
+        self.asks = self.answers = -1
+        try:
+            for fifo in self.fifos:
+                os.mkfifo(fifo, 0o600)
+            # Both ends held here from the start (read and write), so that the child's opens never wait and
+            # a child that dies leaves no end to write into: its end is seen through the fork server instead.
+            self.asks, self.answers = (os.open(f, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC) for f in self.fifos)
+            if beside and self.group is None:  # its stragglers could be told from the other child's by its group alone
+                raise GradingError(f"a grading child beside another needs a control group of its own, and got none: "
+                                   f"{self.no_group}")
+            job = protocol.Job(
+                submission=str(ws.empty if kit else ws.submission), sandbox=str(ws.root),
+                secrets=[str(p) for p in workspace.secrets()],
+                kit_parent=str(KIT_ROOT) if str(KIT_ROOT) not in workspace.site_paths() else None, uid=ws.uid,
+                gid=ws.gid, limits=protocol.Limits(MEMORY_LIMIT, FILE_LIMIT, _cpu_backstop(left, cpu_limit, timeout_s),
+                                                   EXTRA_PROCESSES),
+                out=str(out), home=str(home),
+                stash=str(ws.control / f"{out.name}.stash"), broken=broken, left_out={} if kit else ws.left_out,
+                devices=sorted(devices), ask=str(self.fifos[0]), answer=str(self.fifos[1]), own_root=ws.own_root)
+            job_path = ws.control / f"{out.name}.json"
+            job.write(job_path)
+            own_disk = None if ws.disk == workspace.TMPFS else (workspace.OUTPUT_BYTES, workspace.OUTPUT_INODES)
+            self.proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()),
+                                     tmpfs=own_disk)
+            self.seen = self.proc.view(out)  # where the grader reads what the child wrote in ``out``
+        except BaseException:
+            self.close()
+            raise
+
+    def settle(self) -> protocol.IsolationReport:
+        """Its isolation report, once its trusted set-up is done: waited for at the first call (the child
+        confines itself meanwhile, beside whatever else runs)."""
+        if self.report is None:
+            assert self.proc is not None
+            try:
+                self.report = _with_grader_facts(self._settle(), self.group, self.no_group, self.proc.output_tmpfs)
+            except BaseException:
+                self.close()
+                raise
+        return self.report
+
+    def _settle(self) -> bytes:
+        """Wait for the child to stop itself at the end of its trusted set-up; read its isolation report then
+        (no student code has run yet, so none can have rewritten it); move it into its cgroup; let it go on."""
+        assert self.proc is not None
+        started = time.monotonic()
+        while True:
+            try:
+                code = self.proc.wait(timeout=SETUP_POLL_S)
+            except subprocess.TimeoutExpired:
+                pass
+            else:  # ended before its set-up was done: no student code ran, the kit failed
+                raise GradingError(f"the grader's child process failed to start ({_died(code, self.ws, self.out)})")
+            if _stopped(self.proc.pid):
+                self.threads = _threads(self.proc.pid)  # what its trusted set-up started: torch's, CUDA's
+                layers = read_small(self.seen / protocol.LAYERS, limit=4000) or b"{}"
+                if self.group is not None:
+                    self.group.add(self.proc.pid)
+                os.kill(self.proc.pid, signal.SIGCONT)
+                return layers
+            if time.monotonic() - started > START_TIMEOUT_S:
+                raise GradingError(f"the grader's child process failed to start (it did not start within "
+                                   f"{START_TIMEOUT_S:g} s)")
+            if self.stop is not None and self.stop.is_set():
+                raise _Stopped()
+
+    def ask(self, task: Task, seed: int | None = None, keep: bool = True, hand: bool = False) -> Answer:
+        """Ask the child for ``task`` (with ``seed``, for a timed probe), wait for its answer and read its
+        result, timed from outside. Raises ``_ChildFailed`` where the child ends or the watch stops it first,
+        ``GradingError`` where the machine kept it from running for ``BUSY_WALL_FACTOR`` times its time (no
+        verdict is fair then), ``_Stopped`` where the other child of this grading failed. ``keep``: count the
+        result against what one child may hand the grader (``CHILD_RESULTS_MAX_BYTES``): a race's outputs are
+        compared and dropped.
+
+        ``hand``: the task is of a stage written by hand. The child refuses library attention while it runs,
+        with torch modes of the thread that runs it; a thread of the child's own would run beyond their
+        reach, so on the CPU (and meta) the task runs with no thread but the child's own, seen from here: a
+        thread left running refuses the task before it is asked (``_Refused``), the child's cgroup lets none
+        start while it runs, and one that did start refuses its answer. (Every check that runs on CUDA runs on
+        the CPU too, where the same code meets the same rule; on CUDA the driver may start threads of its own.)
+        The group stays held from one such task to the next (the plan runs a stage's checks in a row), and is
+        let go before any other task."""
+        self.settle()
+        assert self.proc is not None
+        pid = self.proc.pid
+        alone = hand and task.device != "cuda"
+        if self.held is not None and not alone:
+            self._let_go()
+        if alone and self.held is None:  # held, nothing can have started since the last check
+            self._alone_in(pid, "before this check ran: a thread it started earlier is still running")
+            if self.group is not None:
+                self.held = self.group.hold()
+        answer = self._ask(pid, task, seed, keep, hand)
+        if alone:
+            if self.held is not None and self.group is not None:
+                refused = self.group.refused()
+                if refused > self.held:
+                    self.held = refused
+                    raise _Refused(_threaded("tried to start a thread while this check ran"))
+            else:
+                self._alone_in(pid, "while this check ran")
+        return answer
+
+    def _let_go(self) -> None:
+        """Let the child's group start tasks again (``ask``'s hold)."""
+        if self.held is not None and self.group is not None:
+            self.group.release()
+        self.held = None
+
+    def _alone_in(self, pid: int, when: str) -> None:
+        """Refuse the task (``_Refused``) where child ``pid`` runs more threads than its trusted set-up left."""
+        extra = _threads(pid) - self.threads
+        if extra > 0:
+            raise _Refused(_threaded(f"ran {extra} thread{'s' if extra > 1 else ''} besides its own {when}"))
+
+    def _ask(self, pid: int, task: Task, seed: int | None, keep: bool, hand: bool) -> Answer:
+        """``ask``'s request and its wait, without the rule on threads."""
+        assert self.proc is not None
+        self.asked += 1
+        n = self.asked
+        timed = seed is not None  # its CPU is read exactly: a race's round
+        threads_before, coarse_before = (_thread_cpu(pid) if timed else {}), self._cpu_of_all()
+        waited_before, since = _waited(pid), time.monotonic()
+        try:
+            os.write(self.asks, protocol.Request(n, task, seed, hand).line())
+        except BlockingIOError:  # its end of the FIFO is full: it wrote there itself, and reads none of it
+            raise _ChildFailed("did not take its next request (the FIFO it reads them from was full)") from None
+        while not self._answered(n, POLL_S if not self.undecoded else 0.0):
+            code = self.proc.poll()
+            if code is not None:  # ended on its own while the request was out
+                out_of_memory = self.group is not None and self.group.ran_out_of_memory() and code == -signal.SIGKILL
+                raise _ChildFailed(f"used more than {GROUP_MEMORY_LIMIT / 2**30:g} GiB of memory" if out_of_memory
+                                   else _died(code, self.ws, self.out))
+            now, (_, rss), cpu, waited = time.monotonic(), _usage(pid), self._cpu_of_all(), _waited(pid) - waited_before
+            timed_out = f"timed out after {self.timeout_s:g} s"
+            if now - since - (waited if UNCHARGED_WAIT else 0.0) > self.timeout_s:
+                raise _ChildFailed(timed_out, timeout=True, starved=waited > STARVED_SHARE * self.timeout_s)
+            if cpu - coarse_before > self.cpu_limit:
+                raise _ChildFailed(f"used more than {self.cpu_limit:g} s of CPU time", timeout=True)
+            if now - since > BUSY_WALL_FACTOR * self.timeout_s:
+                # Its own doing, not the machine's: its threads kept it from the CPU, or it lowered its own
+                # priority or narrowed its CPUs (allowed on itself) so as to wait and pass for starved. It
+                # starts no process (the syscall filter), so its CPU time is all it runs.
+                if cpu - coarse_before > self.timeout_s or _stood_aside(pid):
+                    raise _ChildFailed(timed_out, timeout=True)
+                raise GradingError(f"the machine was too busy to grade: one check waited {waited:.0f} s "
+                                   f"of {now - since:.0f} s for a CPU; grade again when it is quieter")
+            if now > self.deadline:
+                raise _ChildFailed("ran longer than all its checks may take together", timeout=True)
+            if rss > GROUP_MEMORY_LIMIT:  # past what RLIMIT_AS lets it add: where it has none (CUDA), the bound
+                raise _ChildFailed(f"used more than {GROUP_MEMORY_LIMIT / 2**30:g} GiB of memory", timeout=True)
+            self._decode_some()
+            if self.stop is not None and self.stop.is_set():
+                raise _Stopped()
+        own = time.monotonic() - since - ((_waited(pid) - waited_before) if UNCHARGED_WAIT else 0.0)
+        coarse = self._cpu_of_all()
+        cpu_s = (_cpu_between(threads_before, coarse_before, _thread_cpu(pid), coarse) if timed
+                 else coarse - coarse_before)
+        return Answer(self._result(n, keep), cpu_s, max(own, 0.0))
+
+    def _cpu_of_all(self) -> float:
+        """CPU seconds of everything the child runs: its own, every thread's, where the syscall filter lets it
+        start no process; else every process of its cgroup's (a process it started is counted in no CPU time
+        of its own), where it has one."""
+        assert self.proc is not None and self.report is not None
+        if self.report.seccomp or self.group is None:
+            return _usage(self.proc.pid)[0]
+        return sum(_usage(pid)[0] for pid in self.group.members())
+
+    def _answered(self, n: int, timeout: float) -> bool:
+        """Has the child answered request ``n``? Waits up to ``timeout`` for it to say something. Lines that
+        answer nothing asked (only the student's code writes those) are ignored."""
+        if not select.select([self.answers], [], [], timeout)[0]:
+            return False
+        try:
+            self.answered += os.read(self.answers, 1 << 16)
+        except BlockingIOError:
+            return False
+        lines = self.answered.split(b"\n")
+        self.answered = lines.pop()[-64:]  # a line's start; never more than an answer is long
+        return str(n).encode() in lines
+
+    def _result(self, n: int, keep: bool) -> bytes | str | None:
+        """The bytes of request ``n``'s result, read once, as a regular file within its bounds."""
+        limit = min(workspace.RESULT_MAX_BYTES, self.budget) if keep else workspace.RESULT_MAX_BYTES
+        data = workspace.read_result(protocol.result_file(self.seen, n), limit)
         if isinstance(data, str) and limit < workspace.RESULT_MAX_BYTES:
             data = f"the results of one child may hold {workspace.CHILD_RESULTS_MAX_BYTES // 2**20} MiB together"
-        found[i] = data
-        budget -= len(data) if isinstance(data, bytes) else 0
-    found = {i: ahead.load(data) for i, data in found.items()}
-    missing = [i for i in pending if i not in found]
-    if not missing:
-        return found, None, None, layers, False
-    current = _read_current(seen)
-    blamed = current if current in missing else missing[0]
-    how = stopped if stopped is not None else _died(code, ws, out)
-    return found, blamed, _blame(tasks, blamed, how, timeout=stopped is not None), layers, starved
+        if keep and isinstance(data, bytes):
+            self.budget -= len(data)
+            self.undecoded.append(data)
+        return data
+
+    def _decode_some(self) -> None:
+        """Decode results read earlier while the child works on (the grading process would only wait;
+        decoding 150 results takes 0.08 s), for at most ``AHEAD_S``."""
+        stop = time.monotonic() + AHEAD_S
+        while self.undecoded and time.monotonic() <= stop:
+            data = self.undecoded.pop(0)
+            self.decoded[data] = load_result(data)
+
+    def observations(self, answers: dict[int, Any]) -> dict[int, Any]:
+        """index -> observation, for ``answers`` (an ``Answer``, or a race's observation as it is)."""
+        def observed(answer: Any) -> Any:
+            if not isinstance(answer, Answer):
+                return answer
+            data = answer.data if answer.data is not None else "no result was written"
+            return self.decoded[data] if isinstance(data, bytes) and data in self.decoded else load_result(data)
+        return {i: observed(a) for i, a in answers.items()}
+
+    def pause(self) -> None:
+        """Stop the child (every thread of it) until ``resume``: nothing of it runs meanwhile."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        self.paused = True
+        until = time.monotonic() + PAUSE_WITHIN_S
+        while not _all_stopped(self.proc.pid) and time.monotonic() < until:
+            time.sleep(0.0002)
+
+    def resume(self) -> None:
+        if self.paused and self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGCONT)
+            self.paused = False
+
+    def close(self) -> None:
+        """End the child and everything it left; remove its group and FIFOs. Raises ``GradingError`` where it
+        outlives its kill."""
+        ended = True
+        try:
+            if self.proc is not None:
+                ended = _kill(self.proc)
+                # Beside another child the user-wide sweep would end that one too: the removal of this child's
+                # group below ends everything it started, and the caller sweeps once both have ended.
+                self.server.kill_stragglers(self.proc.pid, everyone=self.stop is None)
+        finally:
+            if self.group is not None:
+                self.group.remove()
+                self.group = None
+            for fd in (self.asks, self.answers):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self.asks = self.answers = -1
+            for fifo in self.fifos:
+                fifo.unlink(missing_ok=True)
+            for folder in self.dropped:
+                self.ws.drop(folder)
+            self.dropped = []
+        if not ended:
+            raise GradingError(f"a grading child outlived SIGKILL for {KILLED_WITHIN_S} s")
 
 
-DONE_GRACE_S = 5.0  # for a child that has written its last result to end
+PAUSE_WITHIN_S = 1.0  # for a child sent SIGSTOP to show every thread stopped (microseconds, as a rule)
+
+
+def _cpu_backstop(left: float, cpu_limit: float, timeout_s: float) -> float:
+    """RLIMIT_CPU of a child: the kernel's backstop under the grader's own limits, never what stops an honest
+    child first. The most CPU its tasks could take at ``cpu_limit`` each within ``left`` seconds, and two more."""
+    return cpu_limit * (left / timeout_s + 2)
+
+
+def _thread_cpu(pid: int) -> dict[str, int]:
+    """{thread id: its CPU time in ns} of process ``pid``, from each thread's schedstat: exact, but only of
+    the threads there now. Empty where they cannot be read."""
+    threads: dict[str, int] = {}
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                    threads[tid] = int(f.read().split()[0])
+            except (OSError, IndexError, ValueError):
+                pass
+    except OSError:
+        pass
+    return threads
+
+
+def _cpu_between(threads_before: dict[str, int], total_before: float, threads_after: dict[str, int],
+                 total_after: float) -> float:
+    """The CPU seconds a child used between two readings: what its threads' own counters say (``_thread_cpu``),
+    or, where its total grew by more, that total (``_Child._cpu_of_all``: the process's own, which counts
+    threads that started and ended in between, which no reading of threads shows; or its cgroup's). The
+    total is counted in clock ticks, so it decides only where it outgrew the threads' sum by more than two
+    ticks (each reading may be one short)."""
+    exact = sum(ns - threads_before.get(tid, 0) for tid, ns in threads_after.items()) / 1e9
+    total = total_after - total_before
+    return total if total > exact + 2 / _TICKS else max(exact, 0.0)
+
+
+def _threads(pid: int) -> int:
+    """The threads process ``pid`` has now (0 where it has gone)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
+def _threaded(what: str) -> dict[str, Record]:
+    """The error of a check of a stage written by hand whose code ran threads of its own (``what``)."""
+    return error("Threads", f"the submission {what}. In a stage written by hand, grading checks that no "
+                 "library attention is used, and it can see only the thread it runs your code in, so this check "
+                 "does not count: start no threads (threading, concurrent.futures, asyncio.to_thread, "
+                 "multiprocessing.pool) in this stage's code")
+
+
+def _all_stopped(pid: int) -> bool:
+    """Is every thread of process ``pid`` stopped (or gone)?"""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    return all(linux.proc_stat(f"{pid}/task/{tid}")[:1] in ([b"T"], [b"t"], []) for tid in tids)
+
+
+def _job_group_unavailable() -> str | None:
+    """Why a child gets no cgroup here (``_job_group``), or None when it gets one."""
+    return "not tried" if "cgroup" not in protocol.KERNEL_LAYERS else cgroups.unavailable()
 
 
 def _job_group() -> tuple[cgroups.JobGroup, None] | tuple[None, str]:
@@ -479,106 +908,6 @@ def _with_grader_facts(reported: bytes, group: cgroups.JobGroup | None, why: str
                                cgroup_why=why, output="tmpfs" if output_tmpfs else "the grader's disk")
 
 
-def _watch(proc: Child, out: Path, timeout_s: float, pending: list[int], cpu_limit: float | None = None,
-           left: float | None = None, group: cgroups.JobGroup | None = None, ahead: _Ahead | None = None,
-           stop: threading.Event | None = None) -> tuple[int | None, str | None, bytes | None, bool]:
-    """Wait for the child; stop it when a task breaks a limit, when it outlives the time of all its
-    ``pending`` tasks together, or when it does not end after saying it is done. The task in progress
-    is the child's word, in a folder the submission can write, so the word cannot turn the watch off:
-    each task's clock starts when it is first named and never starts again, and an index that is not
-    pending is not a task. A task's clock is its own time: wall clock less the time its main thread
-    sat runnable while the machine ran something else (``UNCHARGED_WAIT``). Returns (exit code, why
-    stopped, what the child reported of its isolation, whether a task that ran out of time had waited
-    for a CPU more than ``STARVED_SHARE`` of it); raises ``GradingError`` when the machine kept
-    a task from running for ``BUSY_WALL_FACTOR`` times its time (no verdict is fair then).
-
-    The report is read while the child is stopped at the end of its trusted set-up (it stops itself
-    there, and this sends SIGCONT once the report is read), before any student code can rewrite it.
-    Then, and only then, the child is moved into its cgroup ``group``: no student code has run yet.
-    Meanwhile the results of finished tasks are decoded ``ahead``. ``stop``: set when the other child of
-    this grading has failed; this one is stopped then (``_Stopped``)."""
-    cpu_limit = timeout_s * CPU_PER_WALL if cpu_limit is None else cpu_limit
-    started = time.monotonic()
-    allowed = START_TIMEOUT_S + len(pending) * (timeout_s + 1)
-    allowed = allowed if left is None else min(allowed, left)
-    clocks: dict[int | str | None, tuple[float, float, float]]
-    current, clocks, layers = None, {}, None  # clocks: task (or DONE) -> (wall, CPU, run-queue wait) when first named
-    while True:
-        try:  # quicker until the child has stopped to report: no student code waits on the grader after that
-            return proc.wait(timeout=POLL_S if layers is not None else SETUP_POLL_S), None, layers, False
-        except subprocess.TimeoutExpired:
-            pass
-        if layers is None and _stopped(proc.pid):
-            layers = read_small(out / protocol.LAYERS, limit=4000) or b"{}"
-            if group is not None:
-                group.add(proc.pid)
-            os.kill(proc.pid, signal.SIGCONT)
-        now, (cpu, rss), waited = time.monotonic(), _usage(proc.pid), _waited(proc.pid)
-        named = _read_current(out)
-        if named in pending or named == protocol.DONE:
-            if named not in clocks:
-                clocks[named] = (now, cpu, waited)
-            current = named
-        since, cpu_since, waited_since = clocks.get(current, (started, 0.0, waited))
-        if current is None and now - since > START_TIMEOUT_S:
-            return None, f"the grader's child process did not start within {START_TIMEOUT_S:g} s", layers, False
-        if current == protocol.DONE and now - since > DONE_GRACE_S:
-            return None, "did not end after its last check", layers, False
-        if current not in (None, protocol.DONE):
-            wait, timed_out = waited - waited_since, f"timed out after {timeout_s:g} s"
-            if now - since - (wait if UNCHARGED_WAIT else 0.0) > timeout_s:
-                return None, timed_out, layers, wait > STARVED_SHARE * timeout_s
-            if cpu - cpu_since > cpu_limit:
-                return None, f"used more than {cpu_limit:g} s of CPU time", layers, False
-            if now - since > BUSY_WALL_FACTOR * timeout_s:
-                # Its own doing, not the machine's: its threads kept it from the CPU, or it lowered its own
-                # priority or narrowed its CPUs (allowed on itself) so as to wait and pass for starved.
-                if cpu - cpu_since > timeout_s or _stood_aside(proc.pid):
-                    return None, timed_out, layers, False
-                raise GradingError(f"the machine was too busy to grade: one check waited {wait:.0f} s "
-                                   f"of {now - since:.0f} s for a CPU; grade again when it is quieter")
-        if now - started - (waited if UNCHARGED_WAIT else 0.0) > allowed:
-            return None, f"ran longer than all its checks may take together ({allowed:.0f} s)", layers, False
-        if rss > GROUP_MEMORY_LIMIT:  # past what RLIMIT_AS lets it add: where it has none (CUDA), the bound
-            return None, f"used more than {GROUP_MEMORY_LIMIT / 2**30:g} GiB of memory", layers, False
-        if ahead is not None:
-            ahead.read(current)
-        if stop is not None and stop.is_set():
-            raise _Stopped()
-
-
-class _Ahead:
-    """The results of finished tasks, decoded while the child runs on (the grading process would only
-    wait; decoding 150 results takes 0.08 s). Kept by the bytes read: what counts is still what the file
-    holds once the child has ended, read and bounded as before (``load``), and a file rewritten since
-    is decoded again. Each file is read here once, in order, and for at most ``AHEAD_S`` per look."""
-
-    decoded: dict[bytes, Any]  # a result's bytes -> what ``load_result`` made of them
-
-    def __init__(self, out: Path, pending: list[int]):
-        self.out, self.pending, self.next, self.decoded = out, pending, 0, {}
-
-    def read(self, current: int | str | None) -> None:
-        """Decode the results of the tasks before ``current``: a task's result is written before the next
-        task is named (``protocol.DONE``: after the last)."""
-        if current == protocol.DONE:
-            finished = len(self.pending)
-        elif current in self.pending:
-            finished = self.pending.index(current)
-        else:
-            return
-        stop = time.monotonic() + AHEAD_S
-        while self.next < finished and time.monotonic() <= stop:
-            data = workspace.read_result(protocol.result_file(self.out, self.pending[self.next]),
-                                         workspace.RESULT_MAX_BYTES)
-            self.next += 1
-            if isinstance(data, bytes):
-                self.decoded[data] = load_result(data)
-
-    def load(self, data: bytes | str) -> Any:
-        return self.decoded[data] if isinstance(data, bytes) and data in self.decoded else load_result(data)
-
-
 def _stood_aside(pid: int) -> bool:
     """Whether process ``pid`` made itself wait: a higher nice value, another scheduling policy or fewer
     CPUs than the grader's (it was forked with the grader's own)."""
@@ -599,7 +928,8 @@ _TICKS, _PAGE = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
 
 
 def _usage(pid: int) -> tuple[float, int]:
-    """(CPU seconds, resident bytes) of process ``pid``; zeros when it cannot be read."""
+    """(CPU seconds, resident bytes) of process ``pid``, every thread of it, ended ones too; zeros when it
+    cannot be read."""
     fields = linux.proc_stat(pid)
     try:
         return (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[21]) * _PAGE
@@ -616,13 +946,6 @@ def _waited(pid: int) -> float:
             return int(f.read().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         return 0.0
-
-
-def _read_current(out: Path) -> int | str | None:
-    """The task the child last named, DONE, or None. The submission can write this file: only ASCII
-    digits are an index (``"²".isdigit()`` is true, and ``int("²")`` raises)."""
-    text = (read_small(out / protocol.CURRENT, limit=32) or b"").decode(errors="replace")
-    return protocol.DONE if text == protocol.DONE else int(text) if text.isascii() and text.isdigit() else None
 
 
 def _layers(reported: protocol.IsolationReport, ws: Workspace, timeout_s: float) -> Isolation:

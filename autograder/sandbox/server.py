@@ -26,14 +26,15 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
     """The server's main loop: one JSON request per line on stdin, answered on stdout with
     ``started <pid>`` (``started <pid> tmpfs`` when the child's output folder is a tmpfs of the
     server's) and, once that child has ended, ``ended <exit code> <pid>`` (negative: a signal).
-    Where the ready line says ``concurrent``, the next request may come while children run: each
-    one's end is said as it comes.
+    Where the ready line says ``concurrent`` (a kernel with pidfds), the next request may come while
+    children run: each one's end is said as it comes.
 
     ``private``: the grader cannot mount (an ordinary user), so the server makes a user and mount
     namespace of its own, where it can, and mounts each child's output folder as a bounded tmpfs
     there (the request's ``tmpfs``: bytes, files): what a child writes can fill only that. The grader
-    reads it through ``/proc/<server>/root``; the previous child's is unmounted at the next request,
-    and all of them go with the server's namespace when it ends, however it ends.
+    reads it through ``/proc/<server>/root`` while the child lives (it asks, and reads each answer, before
+    the child ends); it is unmounted when the child has ended, before that is said, and all of them go
+    with the server's namespace when it ends, however it ends.
 
     ``pids``: fork the children into a PID namespace of their own (``_pid_namespace``); the ready
     line then names its init's pid, which the grader must spare."""
@@ -61,11 +62,19 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
 
     # Last, once torch is warm: from here on the kernel refuses this process new threads.
     init = _pid_namespace() if pids and (owned or os.getuid() == 0) else None
-    concurrent = _pidfds() and not mounts  # a folder mounted per child is unmounted at the next request
+    concurrent = _pidfds()
     say(" ".join(["ready"] + ["tmpfs"] * bool(mounts) + [f"init {init}"] * (init is not None)
                  + ["concurrent"] * concurrent))
-    mounted: list[str] = []
+    mounted: dict[int, str] = {}  # pid -> the output folder mounted for that child
     running: dict[int, int] = {}  # pidfd -> pid, of each child that has not ended
+
+    def ended(pid: int) -> None:
+        """Reap child ``pid``, unmount its output folder, and say it ended."""
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if pid in mounted:
+            libc.umount2(os.fsencode(mounted.pop(pid)), MNT_DETACH)
+        say(f"ended {code} {pid}")
+
     pending = b""  # of stdin: read with os.read, never a buffered reader, whose buffer select cannot see
     while True:
         ready = select.select([0, *running], [], [])[0]
@@ -73,7 +82,7 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
             if fd != 0:  # that child has ended: reaped now, said with its pid
                 pid = running.pop(fd)
                 os.close(fd)
-                say(f"ended {os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])} {pid}")
+                ended(pid)
         if 0 not in ready:
             continue
         chunk = os.read(0, 1 << 16)
@@ -84,9 +93,7 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
             line, pending = pending.split(b"\n", 1)
             # What the child's getppid() says while the server lives: 0 from inside a PID namespace.
             request = {**json.loads(line), "server": 0 if init is not None else os.getpid()}
-            for path in mounted:  # the grader has read the last child's results before it asks again
-                libc.umount2(os.fsencode(path), MNT_DETACH)
-            mounted = [request["cwd"]] if mounts and request.get("tmpfs") and _output_tmpfs(request) else []
+            own_tmpfs = bool(mounts and request.get("tmpfs") and _output_tmpfs(request))
             if init is not None and os.waitpid(init, os.WNOHANG)[0]:  # its namespace is gone: no child can be forked
                 sys.exit("the PID namespace's init has ended")  # the grader starts another server
             grouped, has_group = os.pipe()
@@ -101,11 +108,13 @@ def serve(meta: bool, threads: int | None, probes: str, private: bool = False, p
             # would live on and stop itself after its set-up, and the grader wait for its end for ever.
             os.read(grouped, 1)  # b"" where the child died before: then its end is said as any other
             os.close(grouped)
-            say(f"started {pid}" + (" tmpfs" if mounted else ""))
+            if own_tmpfs:
+                mounted[pid] = request["cwd"]
+            say(f"started {pid}" + (" tmpfs" if own_tmpfs else ""))
             if concurrent:
                 running[os.pidfd_open(pid)] = pid  # the child has closed it (and every fd but its stdio)
-            else:  # one child at a time: its folder stays mounted until the grader has read it
-                say(f"ended {os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])} {pid}")
+            else:  # one child at a time (no pidfds: Linux before 5.3)
+                ended(pid)
 
 
 def _pidfds() -> bool:

@@ -100,9 +100,10 @@ class Submission(Protocol):
     """What the sandbox takes of intake's ``Submission`` (it imports nothing of intake): the workspace
     and the runner."""
 
-    files: dict[str, bytes]
     left_out: dict[str, str]
     replaced: dict[str, str]
+
+    def package_files(self) -> dict[str, bytes]: ...
 
 
 class Workspace:
@@ -116,7 +117,7 @@ class Workspace:
         self.own_root = "namespaces" in protocol.KERNEL_LAYERS and children_own_root()
         if self.uid is not None and not self.own_root:
             lock_secrets()
-        self.children = 0
+        self.children = self.sides = 0
         self.root = Path(tempfile.mkdtemp(prefix="attention-lab-")).resolve()
         self.disk, self.disk_why = self._own_disk()
         self.disk_limits = (f"{WORKSPACE_BYTES // 2**20} MiB and {WORKSPACE_INODES} files; its home "
@@ -124,6 +125,7 @@ class Workspace:
                             f"{OUTPUT_BYTES // 2**20} MiB and {OUTPUT_INODES} files") if self.disk == TMPFS else None
         self.control = self.root / "control"  # job files and stderr: the child cannot touch them
         self.submission = self.root / "submission"
+        self.empty = self.root / "nothing"  # the submission of a child of the kit's own: it grades none
         self._lock: int | None = None
         try:
             self.control.mkdir()
@@ -134,7 +136,8 @@ class Workspace:
                 fcntl.flock(self._lock, fcntl.LOCK_EX)
                 os.rename(self.control / "lock.new", self.control / "lock")
             package = self.submission / "attention_lab"
-            _write_package(submission.files, submission.replaced, package)
+            _write_package(submission.package_files(), package)
+            self.empty.mkdir(mode=0o755)
             # Module files intake left out (a link, a FIFO), and no notebook replaced: every check of them says why.
             self.left_out = {m: why for m, why in submission.left_out.items() if m not in submission.replaced}
             self.home = self._child_owned(self.root / "home", world.HOME_BYTES, world.HOME_INODES)
@@ -169,6 +172,17 @@ class Workspace:
             self._drop(last)
         self.children += 1
         return self._child_owned(self.root / f"child{self.children}", OUTPUT_BYTES, OUTPUT_INODES)
+
+    def side_dir(self, name: str, home: bool = False) -> Path:
+        """A fresh folder only a child may use (an output folder, or with ``home`` a home), for a child that
+        runs while another has its own: a race's child of the kit's own. Its caller drops it (``drop``)."""
+        self.sides += 1
+        size, inodes = (world.HOME_BYTES, world.HOME_INODES) if home else (OUTPUT_BYTES, OUTPUT_INODES)
+        return self._child_owned(self.root / f"{name}{self.sides}", size, inodes)
+
+    def drop(self, path: Path) -> None:
+        """Remove a folder of ``side_dir``'s, with whatever its child left there."""
+        self._drop(path)
 
     def _child_owned(self, path: Path, size: int, inodes: int) -> Path:
         """A folder only the child may use: a tmpfs of ``size`` bytes and ``inodes`` files where the
@@ -237,13 +251,14 @@ def reclaim_stale() -> None:
                 os.close(lock)
 
 
-def _write_package(files: dict[str, bytes], replaced: dict[str, str], package: Path) -> None:
-    """Write the package as intake read it (``files``: relative path -> bytes, read from regular
-    files only, never through a link), then the code taken from notebooks over its modules. Nothing
-    of the student's is opened here: the bytes were read once, so what is graded is what was checked.
-    The child, another user as root, may read the package and write nothing into it."""
+def _write_package(files: dict[str, bytes], package: Path) -> None:
+    """Write the package as intake read it (``files``: relative path -> bytes, ``package_files``: read
+    from regular files only, never through a link, with the code taken from notebooks over its modules),
+    the same files that the source review reads. Nothing of the student's is opened here: the bytes were
+    read once, so what is graded is what was checked. The child, another user as root, may read the
+    package and write nothing into it."""
     package.mkdir(parents=True)
-    for rel, data in {"__init__.py": b"", **files, **{f"{m}.py": c.encode() for m, c in replaced.items()}}.items():
+    for rel, data in files.items():
         target = package / rel
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
         target.write_bytes(data)

@@ -41,7 +41,7 @@ from ...common.limits import MAX_SUBMISSION_FILES
 from ...paths import KIT_PACKAGE, runtime_files
 from ...common.regular_files import NotRegular, read_regular
 from ...sandbox.forkserver import ForkServer
-from ...sandbox.runner import TASK_TIMEOUT_S, worst_case_s
+from ...sandbox.runner import TASK_TIMEOUT_S
 from ..report import TEMPORARY, csv_cell, printable, write_atomically, write_json
 from .progress import Progress
 from .summary import histogram_png, item_analysis, item_analysis_png, text_summary
@@ -235,9 +235,9 @@ GRADER_MARGIN_S = 120.0
 
 def grading_limit_s(stages, devices, timeout_s, config) -> float:
     """How long one student's grading may take before grade-all stops waiting for it."""
-    from ...grading.grade import plan
+    from ...grading.grade import worst_case
 
-    return worst_case_s(plan(config.checks(stages), set(devices)), timeout_s or TASK_TIMEOUT_S) + GRADER_MARGIN_S
+    return worst_case(config.checks(stages), set(devices), timeout_s or TASK_TIMEOUT_S) + GRADER_MARGIN_S
 
 
 def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, config):

@@ -1,7 +1,9 @@
-"""softmax_naive keeps several threads busy with large matrix products (torch releases the GIL),
-burning CPU faster than the wall clock runs; the CPU limit is lowered so it stops this first."""
-MODULE = "simple"
-LOSES = ["s1.softmax_naive"]
+"""kv_cache_bytes keeps several threads busy with large matrix products (torch releases the GIL),
+burning CPU faster than the wall clock runs; the CPU limit is lowered so it stops this first. (In stage
+9, which may run threads; in a stage written by hand, none would start.)"""
+MODULE = "frontier"
+STAGES = [9]
+LOSES = ["s9.cost", "s9.cost.errors"]
 MENTIONS = "s of CPU time"
 LIMITS = {"CPU_PER_WALL": 0.2}
 
@@ -14,7 +16,7 @@ def _burn():
         a = (a @ a).clamp(-1, 1)
 
 
-def softmax_naive(scores):
+def kv_cache_bytes(*args, **kwargs):
     for _ in range(4):
         threading.Thread(target=_burn, daemon=True).start()
     _burn()

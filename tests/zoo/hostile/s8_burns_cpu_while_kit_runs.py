@@ -1,11 +1,13 @@
 """FastMultiHeadAttention.forward, on the timed size and after the warm-up call, starts a
 background thread after computing its own output; the thread keeps the CPU and the GIL busy for a
-while, so the kit's reference, timed next, runs slower."""
+while, so that the kit's reference, timed next, would run slower. The kit's reference runs in a child
+of its own, while the student's child is stopped; the thread burns on in the student's next timed
+calls instead, whose time counts every thread's CPU: the layer, fast on its own, is too slow so."""
 MODULE = "modern"
 STAGES = [8]
 TIMEOUT = 10
 LOSES = ["s8.fast.speed"]
-MENTIONS = "changed the running threads"
+MENTIONS = "too slow"
 
 import threading
 import time as _time

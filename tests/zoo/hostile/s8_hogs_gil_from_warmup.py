@@ -1,13 +1,13 @@
 """FastMultiHeadAttention with a boolean attn_mask (about 1.7 times as slow as the kit) that, on
-its first call of the timed size (the warm-up, before the guard takes its snapshot), starts a
-thread that holds the GIL whenever the student's forward is not running: the kit's reference
-waits for the GIL after every torch op. The guard's snapshot is taken before the student's first
-call and allows no thread but the grader's own."""
+its first call of the timed size (the warm-up), starts a thread that holds the GIL whenever the
+student's forward is not running, so that the kit's reference, were it timed in the same process,
+would wait for the GIL after every torch op. It runs in a child of its own, while the student's is
+stopped: the layer is as slow as it is, and the thread's CPU counts as its own."""
 MODULE = "modern"
 STAGES = [8]
 TIMEOUT = 10
 LOSES = ["s8.fast.speed"]
-MENTIONS = "changed the running threads"
+MENTIONS = "too slow"
 
 import threading
 import time as _time

@@ -1,5 +1,7 @@
-"""softmax_naive keeps rewriting the child's "task in progress" mark, back and forth between two
-tasks, so that a watchdog that restarts its clock on every change never times anything out."""
+"""softmax_naive keeps rewriting a "task in progress" mark in its working folder (where the grader once
+read the child's word on its progress), back and forth between two tasks, so that a watchdog that
+restarted its clock on every change would never time anything out. Each request's clock is the
+grader's, started when it asks."""
 MODULE = "simple"
 LOSES = ["s1.softmax_naive"]
 MENTIONS = "timed out"
