@@ -112,7 +112,9 @@ _softmax_stable, _forged = softmax_stable, []
 
 def softmax_stable(scores):
     """Right; but the first time, a result of shared references in its place, answered at once, before the
-    child's own: its copy as a tree (what the grader once made of it) would hold 10,200 ** 28 lists."""
+    child's own: its copy as a tree (what the grader once made of it) would hold 10,200 ** 28 lists. The
+    answer has no token (the request's, which only the loop that read it holds): the grader waits for the
+    child's own, and never reads the forged file."""
     if not _forged:
         _forged.append(_asked())
         torch.save({"out": _nested}, f"{_forged[0]}.pt")
@@ -210,8 +212,7 @@ CASES = {
     # Graded before ann and bob (names sort first): what the child leaves must not reach them.
     "forges_later_results": (lambda c: hostile_simple(c / "abe", FORGES_LATER_RESULTS), 10,
                              "exited (code 0) while this check ran"),
-    "shared_reference_result": (lambda c: hostile_simple(c / "abi", SHARED_REFERENCES), 9,  # softmax_stable: 2 points
-                                "the grader could not read this result"),
+    "shared_reference_result": (lambda c: hostile_simple(c / "abi", SHARED_REFERENCES), 11, None),
     "deep_tree_at_run_time": (lambda c: hostile_simple(c / "ada", DEEP_TREE_AT_RUN_TIME), 11, None),
     "fills_home_and_output": (lambda c: hostile_simple(c / "aaron", FILLS_HOME_AND_OUTPUT), 10,
                               "No space left on device"),

@@ -11,6 +11,7 @@ fails, instead of skipping, on a machine without them.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import json
 import os
@@ -289,10 +290,13 @@ def test_the_world_leaves_out_the_kit_even_inside_the_runtime(tmp_path):
 
 def test_the_reference_and_the_stubs_with_and_without_the_kernels_layers(root, monkeypatch, capsys):
     """Full marks and 0 under every combination of layers (as an ordinary user would grade, where
-    no layer needs root): each check states the isolation it ran under, and grading without any
-    kernel layer says so once on stderr."""
+    no layer needs root): each check states the isolation it ran under, the report names every layer
+    taken away as missing, and each grading that went without one says so once on stderr."""
+    from autograder.grading import grade as grading
+
     monkeypatch.setattr(workspace, "is_root", lambda: False)
-    full = CourseConfig().max_points()
+    monkeypatch.setattr(grading, "_warned", set())  # said once a process: earlier tests may have said it
+    full, every = CourseConfig().max_points(), protocol.KERNEL_LAYERS
     for layers, files in ((("namespaces", "landlock", "seccomp"), "kernel"), (("landlock", "seccomp"), "kernel"),
                           (("landlock",), "kernel"), ((), "python")):
         if "landlock" in layers:
@@ -301,10 +305,15 @@ def test_the_reference_and_the_stubs_with_and_without_the_kernels_layers(root, m
         reference, stubs = grade(root / "solutions"), grade(root / "assignments")
         assert sum(r.points for r in reference.results) == full, layers
         assert sum(r.points for r in stubs.results) == 0, layers
+        taken = [layer for layer in every if layer not in layers]
         for graded in (reference, stubs):
             assert graded.isolation["files"] == files, (layers, graded.isolation)
             assert {t["extra_data"]["isolation"] for t in graded.gradescope()["tests"]} == {files}
-    assert "not confined by the kernel here" in capsys.readouterr().err
+            missing = list(graded.isolation["missing"])
+            assert missing == taken if REQUIRED else set(taken) <= set(missing), (layers, missing)
+        said = capsys.readouterr().err
+        assert f"warning: graded without {taken[0]} (" in said and said.count("warning: graded without") == 1, said
+    assert "files held by no kernel layer (blocked in Python only" in said
 
 
 SAYS_ITS_PIDS = """
@@ -418,6 +427,103 @@ def test_require_isolation_grades_where_the_kernel_confines(root, monkeypatch):
     needs(runner.kernel_isolation() is None, "this machine gives graded code no kernel isolation")
     graded = grade(root / "solutions", stages={1}, config=CourseConfig(require_isolation=True))
     assert all(r.passed for r in graded.results) and graded.isolation["files"] == "kernel"
+
+
+def test_require_isolation_refuses_a_resource_no_kernel_layer_holds_not_a_layer_missing(root, monkeypatch):
+    """--require-isolation keeps its meaning (docs/instructors/course-configuration.md: stop where the
+    kernel cannot confine graded code): without the syscall filter the namespaces still hold the network,
+    the processes and IPC, so it grades, and the report names the filter missing; without the namespaces
+    too, nothing of the kernel's holds the network, and it stops, naming it."""
+    needs(runner.kernel_isolation() is None, "this machine gives graded code no kernel isolation")
+    monkeypatch.setattr(workspace, "is_root", lambda: False)  # as root, another user would hold the processes
+    required = CourseConfig(require_isolation=True)
+    monkeypatch.setattr(protocol, "KERNEL_LAYERS", tuple(x for x in protocol.KERNEL_LAYERS if x != "seccomp"))
+    graded = grade(root / "solutions", stages={1}, config=required)
+    assert all(r.passed for r in graded.results)
+    assert graded.isolation["not_kernel"] == [] and list(graded.isolation["missing"]) == ["seccomp"], graded.isolation
+    monkeypatch.setattr(protocol, "KERNEL_LAYERS", ("landlock", "cgroup"))
+    with pytest.raises(runner.IsolationRequired, match="a grading child's network got blocked in Python only"):
+        grade(root / "solutions", stages={1}, config=required)
+
+
+def test_grade_prints_one_loud_line_naming_a_missing_layer_and_the_whole_list_under_verbose(root, monkeypatch,
+                                                                                             capsys):
+    from autograder.cli import main
+
+    monkeypatch.setattr(protocol, "KERNEL_LAYERS", tuple(x for x in protocol.KERNEL_LAYERS if x != "seccomp"))
+    for verbose in ([], ["--verbose"]):
+        assert main(["grade", str(root / "solutions"), "--stage", "1", *verbose]) == 0
+        (line,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("isolation:")]
+        if verbose:
+            assert "; network: none (its own network namespace); " in line, line
+            assert line.endswith("[MISSING: graded without seccomp (seccomp not tried): network, processes, memory "
+                                 "and ipc held by fewer layers than the kit has]"), line
+        else:
+            assert line == ("isolation: WARNING: graded without seccomp (seccomp not tried): network, processes, "
+                            "memory and ipc held by fewer layers than the kit has (--verbose: what held each "
+                            "resource)"), line
+
+
+def layers_held(**taken):
+    """What ``runner._layers`` makes of a child's report in which every layer of the kit held, but those
+    ``taken`` (report fields, each with the value it has where the layer is missing), graded as root."""
+    from types import SimpleNamespace
+
+    report = protocol.IsolationReport(user=65500, network=True, mounts=True, ipc=True, pids=True, keyring=True,
+                                      root=True, home="tmpfs", landlock=7, seccomp=True, cgroup=True, output="tmpfs")
+    ws = SimpleNamespace(uid=65500, disk=workspace.TMPFS, disk_limits="256 MiB", disk_why=None)
+    return runner._layers(dataclasses.replace(report, **taken), ws, runner.TASK_TIMEOUT_S)
+
+
+# Each of the kit's kernel layers taken away: the report's fields then, and the resources it holds.
+TAKEN = {
+    "namespaces": ({"network": False, "mounts": False, "ipc": False, "pids": False, "root": False,
+                    "root_why": "no mount namespace", "home": ""}, ["files", "network", "processes", "ipc"]),
+    "landlock": ({"landlock": 0, "landlock_why": "Landlock not tried"}, ["files", "processes"]),
+    "seccomp": ({"seccomp": False, "seccomp_why": "the pyseccomp package is not installed"},
+                ["network", "processes", "memory", "ipc"]),
+    "cgroup": ({"cgroup": False, "cgroup_why": "cannot write /sys/fs/cgroup"}, ["processes", "memory"]),
+}
+
+
+def test_every_layer_of_the_kit_holds_and_the_isolation_line_says_so_in_one_short_line():
+    isolation = layers_held()
+    assert (isolation["not_kernel"], isolation["missing"], isolation["lost"]) == ([], {}, {})
+    assert runner.shortfall(isolation) is None
+    assert runner.isolation_line(isolation) == (
+        f"isolation: every resource held by every layer the kit has ({', '.join(protocol.KERNEL_LAYERS)}), "
+        "as uid 65500 (unprivileged) (--verbose: what held each)")
+    verbose = runner.isolation_line(isolation, verbose=True)
+    assert all(f"{name}: " in verbose for name in runner.RESOURCES) and "ipc: its own IPC namespace" in verbose
+    assert verbose.endswith("[every resource held by every layer the kit has]")
+
+
+@pytest.mark.parametrize("layer", TAKEN)
+def test_a_layer_missing_is_named_with_every_resource_it_held_even_where_another_layer_holds_them(layer):
+    """Without the syscall filter, the namespaces still hold the network, the processes and IPC, and the
+    cgroup the memory: nothing is left to Python, and yet the filter is missing, and said to be, loudly,
+    wherever the grading is reported."""
+    fields, holds = TAKEN[layer]
+    isolation = layers_held(**fields)
+    assert list(isolation["missing"]) == [layer] and {r for r in isolation["lost"]} == set(holds), isolation
+    assert all(isolation["lost"][r] == [layer] for r in holds)
+    assert isolation["not_kernel"] == []  # another layer holds every resource
+    said = runner.shortfall(isolation)
+    assert said.startswith(f"graded without {layer} (") and said.endswith(
+        f"{runner._listed(holds)} held by fewer layers than the kit has"), said
+    assert runner.isolation_line(isolation) == f"isolation: WARNING: {said} (--verbose: what held each resource)"
+    assert runner.isolation_line(isolation, verbose=True).endswith(f"[MISSING: {said}]")
+
+
+def test_without_namespaces_and_the_filter_the_network_is_named_as_held_by_no_kernel_layer():
+    isolation = layers_held(**TAKEN["namespaces"][0], **TAKEN["seccomp"][0])
+    assert isolation["not_kernel"] == ["network", "ipc"] and list(isolation["missing"]) == ["namespaces", "seccomp"]
+    said = runner.shortfall(isolation)
+    assert said == ("graded without namespaces (no network, IPC or PID namespace; no root of its own: no mount "
+                    "namespace) and seccomp (the pyseccomp package is not installed): files, processes and memory "
+                    "held by fewer layers than the kit has; network held by no kernel layer (blocked in Python only "
+                    "(no syscall filter: the pyseccomp package is not installed; no network namespace)); ipc held "
+                    "by no kernel layer (a fresh session keyring)")
 
 
 ORDINARY_UID = 65534  # nobody

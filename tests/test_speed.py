@@ -159,3 +159,10 @@ def test_a_near_miss_is_raced_again_and_the_best_race_counts(monkeypatch):
     races = iter([report([1500] * 3, [1000] * 3), report([1010] * 3, [1000] * 3)])
     monkeypatch.setattr(speed, "_rounds", lambda *a: next(races))
     assert speed.race(lambda x: x)["races"] == 1
+
+
+def test_an_output_of_nans_is_no_match():
+    """max(0.0, nan) is 0.0: a running maximum of differences must not take nans for none."""
+    raced = speed.race(lambda x: torch.full_like(x, float("nan")))
+    passed, text = speed.verdict(raced)
+    assert raced["max_diff"] == float("inf") and not passed and "speed counts only for correct outputs" in text

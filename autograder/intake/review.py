@@ -85,6 +85,10 @@ FLAGS = {
     # Another thread: torch's modes, so the check of library attention, are per thread.
     "threading": "runs code in threads of its own",
     "_thread": "runs code in threads of its own",
+    # The same modules reached as another module's attribute (torch.utils.data.dataloader.threading).
+    ".threading": "runs code in threads of its own",
+    "._thread": "runs code in threads of its own",
+    ".Thread": "runs code in a thread of its own",
     "concurrent.futures": "runs code in threads or processes of its own (executors)",
     "asyncio": "runs code in threads of its own (to_thread, run_in_executor)",
     "multiprocessing.dummy": "runs code in threads of its own (a thread pool under multiprocessing's name)",
@@ -134,6 +138,18 @@ FLAGS = {
     "hasattr()": "looks up a module's attribute by a name made at run time",
     "vars()": "reads a module's namespace, where a name made at run time reaches anything",
     "module.__dict__": "reads a module's namespace, where a name made at run time reaches anything",
+    # The grader's own code runs in the same process (the child's loop reads its requests with os.read):
+    # what a module holds, replaced, is replaced for it too.
+    "module.attribute =": "replaces what a module holds (os.read = ...), for the grader's code in the process too",
+    # The child's descriptors: the grader's FIFOs, on which it asks for tasks and the child answers.
+    "/proc/self/fd": "reads the process's own file descriptors, the grader's FIFOs among them",
+    "os.read": "reads a file descriptor by its number, the grader's FIFOs among them",
+    "os.write": "writes a file descriptor by its number, the grader's FIFOs among them",
+    "os.fdopen": "opens a file descriptor by its number, the grader's FIFOs among them",
+    "os.dup": "copies a file descriptor by its number, the grader's FIFOs among them",
+    "os.dup2": "copies a file descriptor by its number, the grader's FIFOs among them",
+    "select": "waits on file descriptors, the grader's FIFOs among them",
+    "selectors": "waits on file descriptors, the grader's FIFOs among them",
     "globals()": "reads the module's own namespace, its imports among them, by names made at run time",
     "locals()": "reads the names in scope, imported modules among them, by names made at run time",
     # Code this review cannot read.
@@ -145,7 +161,8 @@ FLAGS = {
     "codecs.register": "adds a codec, which may decode another file's source into code this review cannot read",
 }
 ATTRIBUTES = {name[1:] for name in FLAGS if name.startswith(".")}
-NAMES = [name for name in FLAGS if not name.startswith(".") and not name.endswith("()") and name != "module.__dict__"]
+NAMES = [name for name in FLAGS if not name.startswith((".", "/")) and not name.endswith(("()", "=")) and
+         name != "module.__dict__"]
 IMPORTERS = ("__import__", "builtins.__import__", "importlib.import_module")
 BY_NAME = ("getattr", "setattr", "delattr", "hasattr")
 NAMESPACES = ("vars", "globals", "locals")
@@ -329,6 +346,8 @@ def _findings(tree: ast.AST) -> Iterator[tuple[int, str]]:
                 yield line, f".{node.attr}"
             if node.attr == "__dict__" and modules.holds(node.value):
                 yield line, "module.__dict__"
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and modules.holds(node.value):
+                yield line, "module.attribute ="
             if isinstance(node.value, ast.Attribute):
                 inner.add(id(node.value))
             if id(node) not in inner:
@@ -350,6 +369,9 @@ def _findings(tree: ast.AST) -> Iterator[tuple[int, str]]:
             yield from ((line, flag) for flag in _call(node, aliases, modules))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__del__":
             yield line, ".__del__"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                "/proc/self/fd" in node.value or "/proc/thread-self/fd" in node.value or "fdinfo" in node.value):
+            yield line, "/proc/self/fd"
 
 
 def _call(node: ast.Call, aliases: dict[str, str], modules: _Modules) -> Iterator[str]:

@@ -418,7 +418,7 @@ def kit_idle(lab, device, seed):
     return plain(speed.inputs(seed).to(device), "the input")
 
 
-class _Refused(Exception):
+class _StudentFailed(Exception):
     def __init__(self, record):
         super().__init__(record)
         self.record = record
@@ -440,7 +440,7 @@ def fast_speed(ask_student, ask_kit):
             if is_error_record(out):
                 if whose == "kit":  # the kit's own reference failed: the grader's failure, never a verdict
                     raise RuntimeError(f"the kit's reference could not be timed: {out['error'].get('message')}")
-                raise _Refused(out)
+                raise _StudentFailed(out)
             return out, cost(answer)
         return call
 
@@ -454,7 +454,7 @@ def fast_speed(ask_student, ask_kit):
         return speed.race_with(side(ask_student, "s8.fast.timed", "student"), side(ask_kit, "kit.fast.timed", "kit"),
                                idle=lambda seed: cost(ask_kit("kit.fast.idle", seed)),
                                clock="the grader, from outside each process")
-    except _Refused as exc:
+    except _StudentFailed as exc:
         return exc.record
     except speed.Unfit as exc:
         return {"error": problem("ProbeError", str(exc))}

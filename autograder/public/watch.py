@@ -15,10 +15,18 @@ import torch
 
 
 def _watched() -> list[Any]:
+    import io
+    import json
+    import os
+    import select
+
     import numpy  # noqa: F401  (torch imports it; students may compare with numpy.testing)
 
+    # os, json, io and select: what the child's own loop reads its requests and answers with (it keeps its
+    # own references, taken before any student code ran; a change to them is tampering all the same).
     owners = [builtins, torch, torch.Tensor, torch._C.TensorBase, torch.nn.functional, torch.nn.Module,
-              torch.testing, torch.autograd, torch.autograd.functional, sys.modules.get("numpy.testing")]
+              torch.testing, torch.autograd, torch.autograd.functional, sys.modules.get("numpy.testing"),
+              os, json, io, select]
     owners += [m for name, m in sys.modules.items() if name.split(".")[0] == "autograder"]
     return [o for o in owners if o is not None]
 

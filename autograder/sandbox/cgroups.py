@@ -43,14 +43,20 @@ def _own_path(controller: str) -> str:
 
 
 def _hierarchies() -> dict[str, Path]:
-    """{"memory": folder, "pids": folder} where a job's groups are made below this process's own,
-    v1 first (one hierarchy per controller), else v2 (one folder for both)."""
+    """{"memory": folder, "pids": folder} where a job's groups are made below this process's own, and
+    "cpuacct" where v1 mounts it (its CPU time, ``JobGroup.cpu_s``; v2 counts it in every group): v1 first
+    (one hierarchy per controller), else v2 (one folder for all)."""
     found = {}
     for controller in ("memory", "pids"):
         top = MOUNT / controller
         if (top / "cgroup.procs").exists():
             found[controller] = top / _own_path(controller).lstrip("/")
     if len(found) == 2:
+        if (MOUNT / "cpuacct" / "cpuacct.usage").exists():
+            try:
+                found["cpuacct"] = MOUNT / "cpuacct" / _own_path("cpuacct").lstrip("/")
+            except NoGroup:
+                pass
         return found
     if (MOUNT / "cgroup.controllers").exists():  # v2 mounted at the top
         own = MOUNT / _own_path("").lstrip("/")
@@ -83,6 +89,7 @@ class JobGroup:
                     self.folders.append(folder)
             self.memory, self.pids = places["memory"] / name, places["pids"] / name
             self.v2 = self.memory == self.pids
+            self.cpuacct = places["cpuacct"] / name if "cpuacct" in places else None
             self._limit()
         except NoGroup:
             self.remove()
@@ -111,6 +118,19 @@ class JobGroup:
                 _write(folder / "cgroup.procs", pid)
         except OSError as exc:
             raise NoGroup(f"the child could not be moved into its cgroup ({exc.strerror or exc})") from None
+
+    def cpu_s(self) -> float | None:
+        """The CPU seconds every task of the group has used, ended ones too, exactly (cpuacct's usage in ns,
+        or v2's cpu.stat in µs); None where neither is there."""
+        try:
+            if self.v2:
+                stat = dict(line.split() for line in (self.memory / "cpu.stat").read_text().splitlines() if line)
+                return int(stat["usage_usec"]) / 1e6
+            if self.cpuacct is not None:
+                return int((self.cpuacct / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError, KeyError):
+            pass
+        return None
 
     def hold(self) -> int:
         """Let nothing start in the group, process or thread, until ``release``: its ``pids.max`` becomes the

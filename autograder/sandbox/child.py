@@ -152,6 +152,9 @@ def main(job_path: str) -> None:
     # The grader's FIFOs, opened while the control folder is still in reach (it is not in the child's
     # world); the grader holds both open already, so neither open waits.
     asks, answers = os.open(job.ask, os.O_RDONLY | os.O_CLOEXEC), os.open(job.answer, os.O_WRONLY | os.O_CLOEXEC)
+    # The loop's own ways of reading requests and answering, taken now, before any student code runs: code
+    # that replaced os.read could rewrite the requests it is given (the watch below also undoes it).
+    read, write = os.read, os.write
     lim = job.limits  # first: counting the user's processes needs all of /proc, which the child's world lacks
     confine.limit(lim.memory, lim.file, lim.cpu_total, lim.processes, address_space="cuda" not in job.devices)
     # While this process has one thread (a user namespace needs it):
@@ -189,7 +192,7 @@ def main(job_path: str) -> None:
                                              else (lambda: torch.default_generator.manual_seed(0)))
 
     timed_before: Path | None = None  # the last timed request's result: the grader has read it
-    for request in protocol.requests(asks):
+    for request in protocol.requests(asks, read):
         task = request.task
         refusals.clear()
         probe = table.get(task.name) if task.kind == "probe" else None
@@ -216,9 +219,9 @@ def main(job_path: str) -> None:
             result = {"error": problem(*why)}
             if task.kind == "import":
                 lab.mark_broken(task.name, why[1])
-        done = protocol.result_file(out, request.n)
+        done = protocol.result_file(out, request)
         tmp = done.with_suffix(".tmp")
-        if request.seed is not None and type(result) is torch.Tensor and str(result.dtype)[6:] in RAW_DTYPES:
+        if request.seed is not None and type(result) is torch.Tensor and str(result.dtype)[6:] in protocol.RAW_DTYPES:
             tmp.write_bytes(_raw(result))
         else:
             torch.save(result, tmp)
@@ -226,13 +229,10 @@ def main(job_path: str) -> None:
         if timed_before is not None:  # a race's outputs are large and read once: the folder keeps one
             timed_before.unlink(missing_ok=True)
         timed_before = done if request.seed is not None else None
-        os.write(answers, f"{request.n}\n".encode())
+        write(answers, request.answer_line())
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # the grader has no more requests; no atexit hook or finaliser of the submission's runs
-
-
-RAW_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def _raw(t: object) -> bytes:

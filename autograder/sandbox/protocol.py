@@ -3,17 +3,20 @@
 The grader writes a ``Job`` (JSON) into the workspace's control folder, makes two FIFOs beside it
 (``Job.ask`` and ``Job.answer``) and asks the fork server for a child. The child opens both during its
 trusted set-up, writes what protected it to ``LAYERS`` in its output folder and stops itself until
-the grader has read that. Then the grader asks for one task at a time: a ``Request`` line on ``ask``;
-the child runs it, writes one file of plain data, ``result_file(out, n)``, atomically, and answers
-the request's number on ``answer``. The grader reads that one file, of the task it asked for, and
-nothing else: a result the child wrote ahead of time, or for a request never made, counts for nothing.
+the grader has read that. Then the grader asks for one task at a time: a ``Request`` line on ``ask``,
+with a token made for it alone; the child runs it, writes one file of plain data,
+``result_file(out, request)``, atomically, and answers the request's ``answer_line``. The grader reads
+that one file, of the task it asked for, and nothing else: a result the child wrote ahead of time, or for
+a request never made, counts for nothing, and so does an answer without the request's token, which only
+a reader of the request has (the grader holds the FIFO's only other end).
 The fork server answers ``ready``, then ``started <pid>`` and ``ended <exit code>`` per request.
 """
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import secrets
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,16 +31,17 @@ KERNEL_LAYERS = ("namespaces", "landlock", "seccomp", "cgroup")
 PROBES = "autograder.probes"  # the module a child imports, by name, to run probes: see ``Job.probes``
 
 
-def result_file(out: Path, n: int) -> Path:
-    return Path(out) / f"{n}.pt"
+def result_file(out: Path, request: Request) -> Path:
+    return Path(out) / f"{request.n}.{request.token}.pt"
 
 
 # A timed request's output (a race's round: one tensor of 2 MiB) is written raw, not by torch.save: this
 # line, then a line of JSON ({"dtype": "float32", "shape": [...]}), then the tensor's bytes. Reading it
 # back is a header and a copy (torch.save's zip is read record by record and written again, 4 ms for
-# this size, in the grading process, ten times a race).
+# this size, in the grading process, ten times a race). Only where the request was timed.
 RAW_TENSOR = b"attention-lab raw tensor\n"
 RAW_HEADER_MAX_BYTES = 256
+RAW_DTYPES = ("float32", "float64", "float16", "bfloat16")  # the dtypes a timed output may have, by torch's names
 
 
 @dataclass(frozen=True)
@@ -69,32 +73,41 @@ class Request:
     task: Task
     seed: int | None = None
     hand: bool = False
+    token: str = field(default_factory=lambda: secrets.token_hex(8))  # this request's alone: see ``answer_line``
 
     def line(self) -> bytes:
-        return (json.dumps({"n": self.n, "task": asdict(self.task), "seed": self.seed, "hand": self.hand})
-                + "\n").encode()
+        return (json.dumps({"n": self.n, "task": asdict(self.task), "seed": self.seed, "hand": self.hand,
+                            "token": self.token}) + "\n").encode()
+
+    def answer_line(self) -> bytes:
+        """What the child says on ``answer`` once this request's result is written: its number and token."""
+        return f"{self.n} {self.token}\n".encode()
 
     @classmethod
-    def parse(cls, line: bytes) -> "Request | None":
-        """The request on ``line``, or None for anything else (the student's code can write to its own
-        end of the FIFO too: what it writes is no request the grader made, and is ignored)."""
+    def parse(cls, line: bytes, loads: Callable[[bytes], Any] = json.loads) -> "Request | None":
+        """The request on ``line``, or None for anything else (what the student's code might write to the
+        FIFO is no request the grader made, and is ignored). ``loads``: json's, as it was when this module
+        was imported, before any student code ran (a submission that replaced ``json.loads`` could
+        otherwise rewrite the requests the child reads)."""
         try:
-            data = json.loads(line)
-            task, n, seed, hand = Task(**data["task"]), data["n"], data["seed"], data["hand"]
+            data = loads(line)
+            task, n, seed, hand, token = Task(**data["task"]), data["n"], data["seed"], data["hand"], data["token"]
         except (ValueError, TypeError, KeyError):
             return None
-        if type(n) is not int or not (seed is None or type(seed) is int) or type(hand) is not bool or not all(
+        if type(n) is not int or not (seed is None or type(seed) is int) or type(hand) is not bool or not (
+                type(token) is str and 0 < len(token) <= 64 and token.isalnum() and token.isascii()) or not all(
                 type(v) is str for v in asdict(task).values()):
             return None
-        return cls(n, task, seed, hand)
+        return cls(n, task, seed, hand, token)
 
 
-def requests(fd: int) -> Iterator[Request]:
+def requests(fd: int, read: Callable[[int, int], bytes] = os.read) -> Iterator[Request]:
     """The requests read from ``fd`` (the child's end of ``ask``), one at a time, until the grader closes
-    its end. Blocks between them: the child waits for the grader."""
+    its end. Blocks between them: the child waits for the grader. ``read``: ``os.read`` as it was when this
+    module was imported, before any student code ran (see ``Request.parse``)."""
     pending = b""
     while True:
-        chunk = os.read(fd, 1 << 16)
+        chunk = read(fd, 1 << 16)
         if not chunk:
             return
         pending += chunk

@@ -31,7 +31,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import torch
 
@@ -70,7 +70,26 @@ ALONE_WALL_FACTOR = 2.0
 BUSY_WALL_FACTOR = 6.0
 
 
-Isolation = dict[str, str | list[str]]  # ``_layers``: each resource (and user, limits) -> what held it, in words
+class Isolation(TypedDict, total=False):
+    """What held a grading's child (``_layers``), as ``results.json``'s ``extra_data.isolation`` keeps it:
+    each resource (``RESOURCES``; ``files`` in words is ``filesystem``) and the user and limits, in words,
+    and what fell short, in two kinds, since they answer two questions: ``not_kernel``, the resources that
+    no kernel layer held (Python alone, or nothing whole), is what ``--require-isolation`` refuses to grade
+    with, as the docs promise; ``missing``, the kit's kernel layers that did not hold here, is what an
+    instructor must hear of even where another layer still holds every resource (no syscall filter, where
+    namespaces hold the network, the processes and IPC), with ``lost``, what each of them would have held."""
+    user: str
+    files: str  # KERNEL or PYTHON: whether the kernel enforced the child's allow-list of files
+    filesystem: str
+    network: str
+    processes: str
+    memory: str
+    disk: str
+    ipc: str
+    limits: str
+    not_kernel: list[str]  # resources no kernel layer held
+    missing: dict[str, str]  # each of protocol.KERNEL_LAYERS that did not hold this child -> why not
+    lost: dict[str, list[str]]  # each resource held by fewer of those layers than it is where all hold -> which
 
 
 @dataclass
@@ -78,7 +97,7 @@ class Run:
     """What came back: one observation per task, and what protected the run; ``struck``, the probe tasks
     charged with a crash or a hang, in the order they were (the strikes)."""
     observations: dict[Task, Any]  # what the probe returned, as plain data, or its error record
-    isolation: Isolation = field(default_factory=dict)
+    isolation: Isolation = field(default_factory=Isolation)
     struck: list[Task] = field(default_factory=list)
 
 
@@ -181,28 +200,30 @@ def validate(obj: object, path: str = "result") -> Any:
     return top[0]
 
 
-def load_result(data: bytes | str) -> Any:
+NO_RESULT = "no result was written"
+
+
+def load_result(data: bytes | str, raw: bool = False) -> Any:
     """The observation in one result file (``data``: its bytes), or the task's error record where the
     grader refuses it; ``data`` may also be why the grader did not read the file (a str). Bounded in
-    time and memory whatever the bytes are: see ``_stored_zip`` and ``validate``."""
+    time and memory whatever the bytes are: see ``_stored_zip`` and ``validate``. ``raw``: the request was
+    timed, and its output may come as ``protocol.RAW_TENSOR`` (nowhere else)."""
     try:
         if isinstance(data, str):
             raise ValueError(data)
-        if data.startswith(protocol.RAW_TENSOR):
+        if raw and data.startswith(protocol.RAW_TENSOR):
             return _raw_tensor(data)
         return validate(torch.load(io.BytesIO(_stored_zip(data)), weights_only=True))
     except Exception as exc:  # unreadable or not plain data: the task failed, grading goes on
         return error("BadResult", f"the grader could not read this result ({str(exc)[:200]})")
 
 
-RAW_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-              "bfloat16": torch.bfloat16}
+RAW_DTYPES = {name: getattr(torch, name) for name in protocol.RAW_DTYPES}
 
 
 def _raw_tensor(data: bytes) -> torch.Tensor:
     """The tensor of a result written raw (``protocol.RAW_TENSOR``): its header is a dtype of
-    ``RAW_DTYPES`` and a shape whose size is exactly the bytes that follow, at most ``TENSOR_MAX_BYTES``.
-    Raises ValueError."""
+    ``RAW_DTYPES`` and a shape whose size is exactly the bytes that follow. Raises ValueError."""
     start = len(protocol.RAW_TENSOR)
     end = data.find(b"\n", start, start + protocol.RAW_HEADER_MAX_BYTES)
     if end < 0:
@@ -213,9 +234,9 @@ def _raw_tensor(data: bytes) -> torch.Tensor:
     shape, dtype = header.get("shape"), RAW_DTYPES[header["dtype"]]
     if not isinstance(shape, list) or len(shape) > 8 or not all(type(n) is int and 0 <= n <= 2**31 for n in shape):
         raise ValueError("a raw tensor of no shape it may have")
-    body = data[end + 1:]
+    body = data[end + 1:]  # within RESULT_MAX_BYTES already: the file was read within that bound
     size = math.prod(shape) * dtype.itemsize
-    if size != len(body) or size > TENSOR_MAX_BYTES:
+    if size != len(body):
         raise ValueError(f"a raw tensor of {len(body)} bytes where its shape says {size}")
     if not size:
         return torch.empty(shape, dtype=dtype)
@@ -264,7 +285,7 @@ RACE_TASKS = 4  # what a race may take, in tasks' time: its rounds stop at a bud
 def run_tasks(submission: Submission, tasks: list[Task], timeout_s: float = TASK_TIMEOUT_S,
               server: ForkServer | None = None, required: bool = False, threads: int | None = None,
               apart: Iterable[Task] = (), races: Mapping[Task, Race] | None = None,
-              handwritten: Iterable[Task] = ()) -> Run:
+              handwritten: Iterable[Task] = (), progress: Callable[[Task], object] | None = None) -> Run:
     """Run ``tasks`` against ``submission`` (a ``submission.Submission``), in children forked by
     ``server`` (a ``ForkServer``; by default one started for this run alone, its children using
     ``threads`` torch threads). ``required``: stop with ``IsolationRequired`` rather than grade where
@@ -276,24 +297,27 @@ def run_tasks(submission: Submission, tasks: list[Task], timeout_s: float = TASK
     while they run, and the child may run no thread but its own (``_Child.ask``). ``apart``: tasks worth
     a child of their own (a long timed race), run at the same time as the others where ``room_beside``
     allows; that child runs the import tasks first, as every child does (the others' results of those
-    count), so each task meets the submission as it would have in one child."""
+    count), so each task meets the submission as it would have in one child. ``progress(task)`` is told of
+    each task as its result is in (from the thread of either child: it must be safe to call from two)."""
     races, handwritten = dict(races or {}), frozenset(handwritten)
+    students: list[_Child] = []  # the student's children alive, in either lane: all stopped while the kit's answers
     if required:
         require_isolation()
     if server is None:
         with ForkServer(threads=threads) as server:  # one grading's: its first meta task warms that device
             return run_tasks(submission, tasks, timeout_s, server, required, apart=apart, races=races,
-                             handwritten=handwritten)
+                             handwritten=handwritten, progress=progress)
     measured, apart = [t for t in tasks if t.kind != "import"], set(apart)
     beside = [t for t in measured if t in apart]
     if not beside or len(beside) == len(measured) or room_beside(server) is not None:
-        return _run_children(submission, tasks, timeout_s, server, required, races=races, handwritten=handwritten)
+        return _run_children(submission, tasks, timeout_s, server, required, races=races, handwritten=handwritten,
+                             progress=progress, students=students)
     stop = threading.Event()  # set by the child that fails (the grader's error): the other stops too
 
     def lane(some: list[Task]) -> Run:
         try:
             return _run_children(submission, some, timeout_s, server, required, stop=stop, races=races,
-                                 handwritten=handwritten)
+                                 handwritten=handwritten, progress=progress, students=students)
         except BaseException:
             stop.set()
             raise
@@ -310,7 +334,7 @@ def run_tasks(submission: Submission, tasks: list[Task], timeout_s: float = TASK
             server.kill_stragglers(None)  # what either child's processes left, swept once both have ended
     side = other.result()
     assert run is not None
-    if len(side.isolation.get("not_kernel", ())) > len(run.isolation.get("not_kernel", ())):
+    if _weakness(side.isolation) > _weakness(run.isolation):
         run.isolation = side.isolation  # the weaker child's, should they differ
     merged = {t: (side if t in beside else run).observations[t] for t in tasks}
     # As one child would have left them: once STRIKES probes of one callable crashed or hung, in either
@@ -353,7 +377,8 @@ def _available_memory() -> int:
 
 def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, server: ForkServer, required: bool,
                   stop: threading.Event | None = None, races: Mapping[Task, Race] | None = None,
-                  handwritten: frozenset[Task] = frozenset()) -> Run:
+                  handwritten: frozenset[Task] = frozenset(), progress: Callable[[Task], object] | None = None,
+                  students: list[_Child] | None = None) -> Run:
     """``run_tasks`` for one set of tasks, in children one after another. ``stop``: another set runs in
     children of the same server at the same time (the caller sweeps up after both); when it is set, the
     other has failed, and this one stops (``_Stopped``)."""
@@ -381,7 +406,7 @@ def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, s
             batch, wall = ([alone], timeout_s * ALONE_WALL_FACTOR) if alone is not None else (pending, timeout_s)
             found, blamed, why, reported, starved = _one_child(server, ws, tasks, batch, broken, out, wall,
                                                                timeout_s * CPU_PER_WALL, left, stop, races,
-                                                               handwritten)
+                                                               handwritten, progress, students)
             results.update(found)
             alone = None
             if blamed is not None and starved and blamed not in retried and blamed not in results:
@@ -392,12 +417,12 @@ def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, s
                 why = error("Timeout", f"{first}; the machine was busy, so it was run again alone with "
                             f"{wall:g} s, and timed out again")
             layers = _layers(reported, ws, timeout_s)
-            if not run.isolation or len(layers["not_kernel"]) > len(run.isolation["not_kernel"]):
+            if not run.isolation or _weakness(layers) > _weakness(run.isolation):
                 run.isolation = layers  # the weakest child's, should they differ
             if required and layers["not_kernel"]:
                 weak = layers["not_kernel"][0]
                 raise IsolationRequired(f"the course requires isolation enforced by the kernel, and a grading child's "
-                                        f"{weak} got {layers['filesystem' if weak == 'files' else weak]}")
+                                        f"{weak} got {_held_by(layers, weak)}")
             if blamed is not None and blamed not in results:
                 assert why is not None  # _one_child blames a task with its error
                 task = tasks[blamed]
@@ -413,6 +438,10 @@ def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, s
                         for i in pending:
                             if i not in results and tasks[i].callable == task.callable:
                                 results[i] = struck_out()
+            if progress is not None:  # what the child did not answer: blamed, struck out or not run
+                for i in pending:
+                    if i in results and i not in found:
+                        progress(tasks[i])
             pending = [i for i in pending if i not in results]
     finally:
         ws.remove()
@@ -441,10 +470,11 @@ class Answer:
     data: bytes | str | None
     cpu_s: float
     own_s: float
+    timed: bool = False  # a race's round: its output may come raw (``protocol.RAW_TENSOR``)
 
     def observed(self) -> Any:
         """What came back, as plain data (``load_result``), or the error record of why not."""
-        return load_result(self.data if self.data is not None else "no result was written")
+        return load_result(self.data if self.data is not None else NO_RESULT, raw=self.timed)
 
 
 class _Refused(Exception):
@@ -467,7 +497,8 @@ class _ChildFailed(Exception):
 
 def _one_child(server: ForkServer, ws: Workspace, tasks: list[Task], pending: list[int], broken: dict[str, str],
                out: Path, timeout_s: float, cpu_limit: float, left: float, stop: threading.Event | None = None,
-               races: Mapping[Task, Race] | None = None, handwritten: frozenset[Task] = frozenset()
+               races: Mapping[Task, Race] | None = None, handwritten: frozenset[Task] = frozenset(),
+               progress: Callable[[Task], object] | None = None, students: list[_Child] | None = None
                ) -> tuple[dict[int, Any], int | None, dict[str, Record] | None, protocol.IsolationReport, bool]:
     """Run ``pending`` tasks in one child, asked for one at a time, each within ``timeout_s`` of its own
     time and ``cpu_limit`` CPU seconds, the whole child within ``left`` seconds; a race (``races``) against
@@ -482,7 +513,9 @@ def _one_child(server: ForkServer, ws: Workspace, tasks: list[Task], pending: li
         raise GradingError(f"{raced[0].name} races the submission against the kit's own reference, in two children "
                            "at once, and this fork server runs one child at a time (its kernel has no pidfds: Linux "
                            "5.3 or later has them)")
-    child = _Child(server, ws, out, broken, {tasks[i].device for i in pending}, timeout_s, cpu_limit, left, stop)
+    students = [] if students is None else students
+    child = _Child(server, ws, out, broken, {tasks[i].device for i in pending}, timeout_s, cpu_limit, left, stop,
+                   students=students)
     kit: _Child | None = None
     results: dict[int, Any] = {}
     try:
@@ -495,7 +528,7 @@ def _one_child(server: ForkServer, ws: Workspace, tasks: list[Task], pending: li
             try:
                 if task in races:
                     assert kit is not None
-                    results[i] = _drive(races[task], task, child, kit)
+                    results[i] = _drive(races[task], task, child, kit, students)
                 else:
                     results[i] = child.ask(task, hand=task in handwritten)
             except _Refused as refused:  # not the child's answer: the grader's verdict on how it ran
@@ -503,6 +536,8 @@ def _one_child(server: ForkServer, ws: Workspace, tasks: list[Task], pending: li
             except _ChildFailed as failed:
                 return (child.observations(results), i, _blame(tasks, i, failed.how, failed.timeout), report,
                         failed.starved)
+            if progress is not None:
+                progress(task)
         return child.observations(results), None, None, report, False
     finally:
         if kit is not None:
@@ -510,22 +545,26 @@ def _one_child(server: ForkServer, ws: Workspace, tasks: list[Task], pending: li
         child.close()
 
 
-def _drive(race: Race, task: Task, child: _Child, kit: _Child) -> Any:
+def _drive(race: Race, task: Task, child: _Child, kit: _Child, students: list[_Child]) -> Any:
     """The observation of ``race``, run against ``child`` (the student's) and ``kit`` (the kit's own child).
-    While the kit's child answers, the student's is stopped: nothing of the student's runs beside the
-    kit's reference while it is timed. A failure of the kit's own child, or of the race's code, is the
-    grader's (``GradingError``); the student's child's is the race task's (``_ChildFailed``)."""
+    While the kit's child answers, every child of the student's (``students``: this one, and the one that
+    runs the other checks beside it) is stopped: nothing of the student's runs beside the kit's reference
+    while it is timed, on a core or in a cache it could share. A failure of the kit's own child, or of the
+    race's code, is the grader's (``GradingError``); the student's child's is the race task's (``_ChildFailed``)."""
     def ask_student(name: str, seed: int | None) -> Answer:
         return child.ask(Task("probe", name, task.device), seed, keep=False)
 
     def ask_kit(name: str, seed: int | None) -> Answer:
-        child.pause()
+        stopped = [c for c in list(students) if c is not kit]
+        for c in stopped:
+            c.pause()
         try:
             return kit.ask(Task("probe", name, task.device), seed, keep=False)
         except _ChildFailed as failed:
             raise GradingError(f"the kit's own child failed in {task.name}'s race: it {failed.how}") from None
         finally:
-            child.resume()
+            for c in stopped:
+                c.resume()
 
     try:
         return race(ask_student, ask_kit)
@@ -543,25 +582,32 @@ class _Child:
 
     def __init__(self, server: ForkServer, ws: Workspace, out: Path, broken: dict[str, str], devices: set[str],
                  timeout_s: float, cpu_limit: float, left: float, stop: threading.Event | None = None,
-                 kit: bool = False) -> None:
+                 kit: bool = False, students: list[_Child] | None = None) -> None:
         self.server, self.ws, self.out, self.stop, self.kit = server, ws, out, stop, kit
         self.timeout_s, self.cpu_limit, self.deadline = timeout_s, cpu_limit, time.monotonic() + left
-        self.budget, self.asked, self.paused = workspace.CHILD_RESULTS_MAX_BYTES, 0, False
+        self.budget, self.asked = workspace.CHILD_RESULTS_MAX_BYTES, 0
+        self.paused_s = 0.0  # how long it has been stopped (``pause``): none of it is its own time
+        self.paused_since: float | None = None
         self.decoded: dict[bytes, Any] = {}  # a result's bytes -> what ``load_result`` made of them
         self.undecoded: list[bytes] = []  # results read, to decode while the child works on (AHEAD_S a look)
         self.answered = b""  # of the answer FIFO: what has come and is not a whole line yet
-        self.group: cgroups.JobGroup | None
-        self.no_group: str | None
-        self.group, self.no_group = _job_group()
         self.report: protocol.IsolationReport | None = None  # once its set-up is done (``settle``)
         self.held: int | None = None  # its group holds its tasks (``ask``): the count of refused starts then
-        beside = stop is not None
+        self.group: cgroups.JobGroup | None = None
+        self.no_group: str | None = None
         self.proc: Child | None = None
-        home = ws.side_dir("kit-home", home=True) if kit else ws.home
-        self.dropped = [out, home] if kit else []  # the folders of its own, removed when it has ended
+        self.dropped = [out] if kit else []  # the folders of its own, removed when it has ended
         self.fifos = [ws.control / f"{out.name}.{end}" for end in ("ask", "answer")]
         self.asks = self.answers = -1
+        # Where the kit's reference runs, every child of the student's is stopped (``_drive``); it leaves at close.
+        self.students = students if students is not None and not kit else []
+        self.students.append(self)
+        beside = stop is not None
         try:
+            self.group, self.no_group = _job_group()
+            home = ws.side_dir("kit-home", home=True) if kit else ws.home
+            if kit:
+                self.dropped.append(home)
             for fifo in self.fifos:
                 os.mkfifo(fifo, 0o600)
             # Both ends held here from the start (read and write), so that the child's opens never wait and
@@ -670,8 +716,11 @@ class _Child:
         self.held = None
 
     def _alone_in(self, pid: int, when: str) -> None:
-        """Refuse the task (``_Refused``) where child ``pid`` runs more threads than its trusted set-up left."""
-        extra = _threads(pid) - self.threads
+        """Refuse the task (``_Refused``) where child ``pid`` runs more threads than its trusted set-up left.
+        A thread that has just ended (joined) stays in ``/proc`` a moment: it is given ``GONE_WITHIN_S``."""
+        until = time.monotonic() + GONE_WITHIN_S
+        while (extra := _threads(pid) - self.threads) > 0 and time.monotonic() < until:
+            time.sleep(0.001)
         if extra > 0:
             raise _Refused(_threaded(f"ran {extra} thread{'s' if extra > 1 else ''} besides its own {when}"))
 
@@ -682,31 +731,34 @@ class _Child:
         n = self.asked
         timed = seed is not None  # its CPU is read exactly: a race's round
         threads_before, coarse_before = (_thread_cpu(pid) if timed else {}), self._cpu_of_all()
-        waited_before, since = _waited(pid), time.monotonic()
+        group_before = self.group.cpu_s() if timed and self.group is not None else None
+        waited_before, since, paused_before = _waited(pid), time.monotonic(), self._paused()
+        request = protocol.Request(n, task, seed, hand)
         try:
-            os.write(self.asks, protocol.Request(n, task, seed, hand).line())
+            os.write(self.asks, request.line())
         except BlockingIOError:  # its end of the FIFO is full: it wrote there itself, and reads none of it
             raise _ChildFailed("did not take its next request (the FIFO it reads them from was full)") from None
-        while not self._answered(n, POLL_S if not self.undecoded else 0.0):
+        while not self._answered(request, POLL_S if not self.undecoded else 0.0):
             code = self.proc.poll()
             if code is not None:  # ended on its own while the request was out
                 out_of_memory = self.group is not None and self.group.ran_out_of_memory() and code == -signal.SIGKILL
                 raise _ChildFailed(f"used more than {GROUP_MEMORY_LIMIT / 2**30:g} GiB of memory" if out_of_memory
                                    else _died(code, self.ws, self.out))
             now, (_, rss), cpu, waited = time.monotonic(), _usage(pid), self._cpu_of_all(), _waited(pid) - waited_before
+            elapsed = now - since - (self._paused() - paused_before)  # while the kit's reference ran, stopped
             timed_out = f"timed out after {self.timeout_s:g} s"
-            if now - since - (waited if UNCHARGED_WAIT else 0.0) > self.timeout_s:
+            if elapsed - (waited if UNCHARGED_WAIT else 0.0) > self.timeout_s:
                 raise _ChildFailed(timed_out, timeout=True, starved=waited > STARVED_SHARE * self.timeout_s)
             if cpu - coarse_before > self.cpu_limit:
                 raise _ChildFailed(f"used more than {self.cpu_limit:g} s of CPU time", timeout=True)
-            if now - since > BUSY_WALL_FACTOR * self.timeout_s:
+            if elapsed > BUSY_WALL_FACTOR * self.timeout_s:
                 # Its own doing, not the machine's: its threads kept it from the CPU, or it lowered its own
                 # priority or narrowed its CPUs (allowed on itself) so as to wait and pass for starved. It
                 # starts no process (the syscall filter), so its CPU time is all it runs.
                 if cpu - coarse_before > self.timeout_s or _stood_aside(pid):
                     raise _ChildFailed(timed_out, timeout=True)
                 raise GradingError(f"the machine was too busy to grade: one check waited {waited:.0f} s "
-                                   f"of {now - since:.0f} s for a CPU; grade again when it is quieter")
+                                   f"of {elapsed:.0f} s for a CPU; grade again when it is quieter")
             if now > self.deadline:
                 raise _ChildFailed("ran longer than all its checks may take together", timeout=True)
             if rss > GROUP_MEMORY_LIMIT:  # past what RLIMIT_AS lets it add: where it has none (CUDA), the bound
@@ -714,11 +766,17 @@ class _Child:
             self._decode_some()
             if self.stop is not None and self.stop.is_set():
                 raise _Stopped()
-        own = time.monotonic() - since - ((_waited(pid) - waited_before) if UNCHARGED_WAIT else 0.0)
+        own = (time.monotonic() - since - (self._paused() - paused_before)
+               - ((_waited(pid) - waited_before) if UNCHARGED_WAIT else 0.0))
         coarse = self._cpu_of_all()
-        cpu_s = (_cpu_between(threads_before, coarse_before, _thread_cpu(pid), coarse) if timed
-                 else coarse - coarse_before)
-        return Answer(self._result(n, keep), cpu_s, max(own, 0.0))
+        group_after = self.group.cpu_s() if group_before is not None and self.group is not None else None
+        if group_before is not None and group_after is not None:  # exact, threads that came and went included
+            cpu_s = group_after - group_before
+        elif timed:
+            cpu_s = _cpu_between(threads_before, coarse_before, _thread_cpu(pid), coarse)
+        else:
+            cpu_s = coarse - coarse_before
+        return Answer(self._result(request, keep), cpu_s, max(own, 0.0), timed)
 
     def _cpu_of_all(self) -> float:
         """CPU seconds of everything the child runs: its own, every thread's, where the syscall filter lets it
@@ -729,9 +787,9 @@ class _Child:
             return _usage(self.proc.pid)[0]
         return sum(_usage(pid)[0] for pid in self.group.members())
 
-    def _answered(self, n: int, timeout: float) -> bool:
-        """Has the child answered request ``n``? Waits up to ``timeout`` for it to say something. Lines that
-        answer nothing asked (only the student's code writes those) are ignored."""
+    def _answered(self, request: protocol.Request, timeout: float) -> bool:
+        """Has the child answered ``request``, with its token? Waits up to ``timeout`` for it to say something.
+        Lines that answer nothing asked (only the student's code writes those) are ignored."""
         if not select.select([self.answers], [], [], timeout)[0]:
             return False
         try:
@@ -739,13 +797,13 @@ class _Child:
         except BlockingIOError:
             return False
         lines = self.answered.split(b"\n")
-        self.answered = lines.pop()[-64:]  # a line's start; never more than an answer is long
-        return str(n).encode() in lines
+        self.answered = lines.pop()[-128:]  # a line's start; never more than an answer is long
+        return request.answer_line().rstrip(b"\n") in lines
 
-    def _result(self, n: int, keep: bool) -> bytes | str | None:
-        """The bytes of request ``n``'s result, read once, as a regular file within its bounds."""
+    def _result(self, request: protocol.Request, keep: bool) -> bytes | str | None:
+        """The bytes of ``request``'s result, read once, as a regular file within its bounds."""
         limit = min(workspace.RESULT_MAX_BYTES, self.budget) if keep else workspace.RESULT_MAX_BYTES
-        data = workspace.read_result(protocol.result_file(self.seen, n), limit)
+        data = workspace.read_result(protocol.result_file(self.seen, request), limit)
         if isinstance(data, str) and limit < workspace.RESULT_MAX_BYTES:
             data = f"the results of one child may hold {workspace.CHILD_RESULTS_MAX_BYTES // 2**20} MiB together"
         if keep and isinstance(data, bytes):
@@ -766,30 +824,40 @@ class _Child:
         def observed(answer: Any) -> Any:
             if not isinstance(answer, Answer):
                 return answer
-            data = answer.data if answer.data is not None else "no result was written"
+            data = answer.data if answer.data is not None else NO_RESULT
             return self.decoded[data] if isinstance(data, bytes) and data in self.decoded else load_result(data)
         return {i: observed(a) for i, a in answers.items()}
 
     def pause(self) -> None:
-        """Stop the child (every thread of it) until ``resume``: nothing of it runs meanwhile."""
-        if self.proc is None or self.proc.poll() is not None:
+        """Stop the child (every thread of it) until ``resume``: nothing of it runs meanwhile, and the time it
+        is stopped is not its own (``_paused``): a task of its that was under way is charged none of it."""
+        if self.proc is None or self.proc.returncode is not None or self.paused_since is not None:
             return
-        os.kill(self.proc.pid, signal.SIGSTOP)
-        self.paused = True
+        self.paused_since = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGSTOP)
         until = time.monotonic() + PAUSE_WITHIN_S
         while not _all_stopped(self.proc.pid) and time.monotonic() < until:
             time.sleep(0.0002)
 
     def resume(self) -> None:
-        if self.paused and self.proc is not None:
+        if self.paused_since is not None and self.proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGCONT)
-            self.paused = False
+            self.paused_s += time.monotonic() - self.paused_since
+            self.paused_since = None
+
+    def _paused(self) -> float:
+        """Seconds it has been stopped by ``pause``, so far."""
+        since = self.paused_since
+        return self.paused_s + (time.monotonic() - since if since is not None else 0.0)
 
     def close(self) -> None:
         """End the child and everything it left; remove its group and FIFOs. Raises ``GradingError`` where it
         outlives its kill."""
         ended = True
+        if self in self.students:
+            self.students.remove(self)
         try:
             if self.proc is not None:
                 ended = _kill(self.proc)
@@ -814,6 +882,7 @@ class _Child:
 
 
 PAUSE_WITHIN_S = 1.0  # for a child sent SIGSTOP to show every thread stopped (microseconds, as a rule)
+GONE_WITHIN_S = 0.05  # for a thread that has ended to leave /proc/<pid>/task (it stayed there 0.2 s at most, seen)
 
 
 def _cpu_backstop(left: float, cpu_limit: float, timeout_s: float) -> float:
@@ -843,11 +912,12 @@ def _cpu_between(threads_before: dict[str, int], total_before: float, threads_af
     """The CPU seconds a child used between two readings: what its threads' own counters say (``_thread_cpu``),
     or, where its total grew by more, that total (``_Child._cpu_of_all``: the process's own, which counts
     threads that started and ended in between, which no reading of threads shows; or its cgroup's). The
-    total is counted in clock ticks, so it decides only where it outgrew the threads' sum by more than two
-    ticks (each reading may be one short)."""
+    total is counted in whole clock ticks, so a difference of two readings is within a tick of the truth:
+    it decides where it outgrew the threads' sum by more than that. (Where the child has a cgroup, its CPU
+    is read there instead, exactly: ``JobGroup.cpu_s``.)"""
     exact = sum(ns - threads_before.get(tid, 0) for tid, ns in threads_after.items()) / 1e9
     total = total_after - total_before
-    return total if total > exact + 2 / _TICKS else max(exact, 0.0)
+    return total if total > exact + 1 / _TICKS else max(exact, 0.0)
 
 
 def _threads(pid: int) -> int:
@@ -877,7 +947,10 @@ def _all_stopped(pid: int) -> bool:
 
 def _job_group_unavailable() -> str | None:
     """Why a child gets no cgroup here (``_job_group``), or None when it gets one."""
-    return "not tried" if "cgroup" not in protocol.KERNEL_LAYERS else cgroups.unavailable()
+    group, why = _job_group()
+    if group is not None:
+        group.remove()
+    return why
 
 
 def _job_group() -> tuple[cgroups.JobGroup, None] | tuple[None, str]:
@@ -953,8 +1026,9 @@ def _layers(reported: protocol.IsolationReport, ws: Workspace, timeout_s: float)
     memory, disk, IPC) what held it and whether that was the kernel. ``files`` is ``KERNEL`` when
     the kernel enforces the child's allow-list (Landlock, or a root of its own with no privileges
     left), else ``PYTHON``; ``not_kernel`` names the resources that only Python, or nothing whole,
-    guards (``--require-isolation`` refuses to grade with any). ``reported``: the child's report,
-    with the grader's facts (``_with_grader_facts``)."""
+    guards (``--require-isolation`` refuses to grade with any); ``missing`` the kit's kernel layers
+    that did not hold the child, with why, and ``lost`` the resources each of them would have held.
+    ``reported``: the child's report, with the grader's facts (``_with_grader_facts``)."""
     abi, root = reported.landlock, reported.root
     enforced = [f"Landlock (ABI {abi})"] * bool(abi) + ["a root of its own"] * root
     missing = ([f"no Landlock: {reported.landlock_why or 'not tried'}"] * (not abi)
@@ -966,23 +1040,52 @@ def _layers(reported: protocol.IsolationReport, ws: Workspace, timeout_s: float)
     # as root it becomes another user; as an ordinary user it gives up the capabilities its user namespace gave it.
     kernel = bool(abi) or (root and (ws.uid is not None or reported.capabilities == "dropped"))
     resources = _resources(reported, ws, abi)
+    lost = {"files": ["namespaces"] * (not root) + ["landlock"] * (not abi),
+            **{name: gone for name, (_, _, gone) in resources.items()}}
     return {
         "user": f"uid {ws.uid} (unprivileged)" if ws.uid is not None else "the grading user (not root)",
         "files": KERNEL if kernel else PYTHON,
         "filesystem": (("only its own submission, Python and its libraries, enforced by " + " and ".join(enforced))
                        if kernel else "blocked in Python only (its audit hook): native code can read and write "
                        "whatever the grading user can") + ("" if not missing else f" ({'; '.join(missing)})"),
-        **{name: text for name, (text, _) in resources.items()},
+        "network": resources["network"][0],
+        "processes": resources["processes"][0],
+        "memory": resources["memory"][0],
+        "disk": resources["disk"][0],
+        "ipc": resources["ipc"][0],
         "limits": (f"{timeout_s:g} s and {timeout_s * CPU_PER_WALL:g} CPU-s per task, "
                    f"{MEMORY_LIMIT / 2**30:g} GiB, {FILE_LIMIT // 2**20} MiB files"),
-        "not_kernel": ["files"] * (not kernel) + [name for name, (_, held) in resources.items() if not held],
+        "not_kernel": ["files"] * (not kernel) + [name for name, (_, held, _) in resources.items() if not held],
+        "missing": {layer: _why_missing(reported, layer)
+                    for layer in dict.fromkeys(layer for name in RESOURCES for layer in lost[name])},
+        "lost": {name: lost[name] for name in RESOURCES if lost[name]},
     }
 
 
-def _resources(reported: protocol.IsolationReport, ws: Workspace, abi: int) -> dict[str, tuple[str, bool]]:
-    """resource -> (what held it, in words; whether a kernel layer held all of it). The child reports
+def _why_missing(reported: protocol.IsolationReport, layer: str) -> str:
+    """Why ``layer`` (one of ``protocol.KERNEL_LAYERS``) did not hold the child, in words: the child's
+    own report of it, or for the namespaces, which of them it went without."""
+    if layer == "namespaces":
+        kinds = [kind for kind, there in (("network", reported.network), ("IPC", reported.ipc),
+                                          ("PID", reported.pids)) if not there]
+        gaps = [f"no {_listed(kinds, 'or')} namespace"] * bool(kinds)
+        gaps += [f"no root of its own: {reported.root_why or 'no mount namespace'}"] * (not reported.root)
+        return "; ".join(gaps)
+    why = {"landlock": reported.landlock_why, "seccomp": reported.seccomp_why, "cgroup": reported.cgroup_why}
+    return why[layer] or "not tried"
+
+
+def _listed(words: list[str], last: str = "and") -> str:
+    """``["a", "b", "c"]`` as "a, b and c"."""
+    return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+def _resources(reported: protocol.IsolationReport, ws: Workspace,
+               abi: int) -> dict[str, tuple[str, bool, list[str]]]:
+    """resource -> (what held it, in words; whether a kernel layer held all of it; the kit's kernel
+    layers, of ``protocol.KERNEL_LAYERS``, that would have held it too and did not). The child reports
     its own layers before any student code runs; the cgroup and the workspace's disk are the grader's."""
-    seccomp = reported.seccomp
+    seccomp, cgroup = reported.seccomp, reported.cgroup
     no_seccomp = f"no syscall filter: {reported.seccomp_why or 'not tried'}"
     filtered = "seccomp"
 
@@ -992,18 +1095,21 @@ def _resources(reported: protocol.IsolationReport, ws: Workspace, abi: int) -> d
         network = f"Unix sockets only ({filtered}; no network namespace: refused)", True
     else:
         network = f"blocked in Python only ({no_seccomp}; no network namespace)", False
+    network_lost = ["namespaces"] * (not reported.network) + ["seccomp"] * (not seccomp)
 
     held = ["its own PID namespace" if reported.pids else "no PID namespace (the kernel refused one)"]
     held += [f"no call on another process ({filtered})"] * seccomp
     held += ["signals kept inside its Landlock domain"] * (abi >= 6)
     held += [f"another user (uid {ws.uid})"] * (ws.uid is not None)
-    if reported.cgroup:
+    if cgroup:
         held.append(f"at most {EXTRA_PROCESSES + JOB_BASE_TASKS} tasks (cgroup)")
     else:
         held.append(f"{EXTRA_PROCESSES} more tasks (RLIMIT_NPROC; no cgroup: {reported.cgroup_why})")
     processes = "; ".join(held), seccomp or reported.pids or ws.uid is not None and abi >= 6
+    processes_lost = (["namespaces"] * (not reported.pids) + ["landlock"] * (not abi) + ["seccomp"] * (not seccomp)
+                      + ["cgroup"] * (not cgroup))
 
-    if reported.cgroup:
+    if cgroup:
         memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space a process (RLIMIT_AS), "
                   f"{GROUP_MEMORY_LIMIT / 2**30:g} GiB "
                   "counting every page it holds (cgroup)"), True
@@ -1013,6 +1119,7 @@ def _resources(reported: protocol.IsolationReport, ws: Workspace, abi: int) -> d
     else:
         memory = (f"{MEMORY_LIMIT / 2**30:g} GiB of address space (RLIMIT_AS), not counting memfd or tmpfs pages "
                   f"({no_seccomp}; no cgroup: {reported.cgroup_why})"), False
+    memory_lost = ["seccomp"] * (not seccomp) + ["cgroup"] * (not cgroup)
 
     home_own, output_own = reported.home == "tmpfs", reported.output == "tmpfs"
     if ws.disk == workspace.TMPFS:
@@ -1027,28 +1134,66 @@ def _resources(reported: protocol.IsolationReport, ws: Workspace, abi: int) -> d
                      (home_own, output_own), "its home and output folder on the grader's disk")
         disk = (f"{where}: {FILE_LIMIT // 2**20} MiB a file (RLIMIT_FSIZE), not bounded in total "
                 f"({ws.disk_why or 'no tmpfs of its own'})"), False
+    # Where the grader mounts no tmpfs of its own (an ordinary user, a container that refuses it), the
+    # child's home is a tmpfs in its own root, and its output folder one in the fork server's namespace.
+    disk_lost = ["namespaces"] * (not disk[1] and not reported.root)
 
     held_ipc = ["its own IPC namespace"] * (reported.ipc)
     held_ipc += [f"SysV and POSIX IPC and keyrings refused ({filtered})"] * seccomp
     held_ipc += ["a fresh session keyring"] * (reported.keyring)
     ipc = ("; ".join(held_ipc) or "shared with the grading user (no IPC namespace, no syscall filter)",
            reported.ipc or seccomp)
-    return {"network": network, "processes": processes, "memory": memory, "disk": disk, "ipc": ipc}
+    ipc_lost = ["namespaces"] * (not reported.ipc) + ["seccomp"] * (not seccomp)
+    return {"network": (*network, network_lost), "processes": (*processes, processes_lost),
+            "memory": (*memory, memory_lost), "disk": (*disk, disk_lost), "ipc": (*ipc, ipc_lost)}
 
 
 KERNEL, PYTHON = "kernel", "python"
 RESOURCES = ("files", "network", "processes", "memory", "disk", "ipc")
 
 
-def isolation_line(isolation: Isolation) -> str:
-    """The one line a grading prints on stderr: each resource with what held it."""
+def _weakness(isolation: Isolation) -> tuple[int, int, int]:
+    """How far a child's isolation fell short, to keep the weakest of a grading's children: resources no
+    kernel layer held first, then the kit's layers missing, then the resources they would have held."""
+    return (len(isolation.get("not_kernel", ())), len(isolation.get("missing", {})),
+            sum(map(len, isolation.get("lost", {}).values())))
+
+
+def _held_by(isolation: Mapping[str, Any], resource: str) -> str:
+    """What held ``resource`` (one of ``RESOURCES``), in words."""
+    return str(isolation.get("filesystem" if resource == "files" else resource, ""))
+
+
+def shortfall(isolation: Mapping[str, Any]) -> str | None:
+    """What a grading's child lacked of the kit's layers, in one sentence for the person who can fix it,
+    or None where every resource was held by every layer the kit has. One sentence for every place that
+    says it: the warning of every command that grades, ``isolation_line``, the ``output`` of Gradescope's
+    results.json and grade-all's summary. ``isolation``: an ``Isolation``, or a record's copy of one."""
+    missing, lost, weak = isolation.get("missing") or {}, isolation.get("lost") or {}, isolation.get("not_kernel") or []
+    if not (missing or weak):
+        return None
+    fewer = [name for name in RESOURCES if name in lost and name not in weak]
+    said = [f"{_listed(fewer)} held by fewer layers than the kit has"] * bool(fewer)
+    said += [f"{name} held by no kernel layer ({_held_by(isolation, name)})" for name in weak]
+    without = _listed([f"{layer} ({why})" for layer, why in missing.items()])
+    return (f"graded without {without}: " if missing else "") + "; ".join(said)
+
+
+def isolation_line(isolation: Isolation, verbose: bool = False) -> str:
+    """The line a grading prints on stderr: one short line where every resource was held by every layer
+    the kit has; a loud one naming what was not (``shortfall``) where any was missing; with ``verbose``,
+    each resource with what held it, as results.json always has it."""
     if not isolation:
         return "isolation: not known (nothing was run)"
-    words = {**isolation, "files": isolation.get("filesystem", "")}
-    held = "; ".join(f"{name}: {words[name]}" for name in RESOURCES if name in words)
-    weak = isolation.get("not_kernel") or []
-    return (f"isolation: user: {isolation.get('user')}; {held}; limits: {isolation.get('limits')}"
-            + (f" [not held by the kernel: {', '.join(weak)}]" if weak else " [every resource held by the kernel]"))
+    said = shortfall(isolation)
+    if verbose:
+        held = "; ".join(f"{name}: {_held_by(isolation, name)}" for name in RESOURCES)
+        return (f"isolation: user: {isolation.get('user')}; {held}; limits: {isolation.get('limits')}"
+                + (f" [MISSING: {said}]" if said else " [every resource held by every layer the kit has]"))
+    if said:
+        return f"isolation: WARNING: {said} (--verbose: what held each resource)"
+    return (f"isolation: every resource held by every layer the kit has ({', '.join(protocol.KERNEL_LAYERS)}), "
+            f"as {isolation.get('user')} (--verbose: what held each)")
 
 
 class IsolationRequired(GradingError):

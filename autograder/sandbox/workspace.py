@@ -169,7 +169,7 @@ class Workspace:
                 os.unlink(self.control / f"{last.name}.stderr")
             except OSError:
                 pass
-            self._drop(last)
+            self.drop(last)
         self.children += 1
         return self._child_owned(self.root / f"child{self.children}", OUTPUT_BYTES, OUTPUT_INODES)
 
@@ -179,10 +179,6 @@ class Workspace:
         self.sides += 1
         size, inodes = (world.HOME_BYTES, world.HOME_INODES) if home else (OUTPUT_BYTES, OUTPUT_INODES)
         return self._child_owned(self.root / f"{name}{self.sides}", size, inodes)
-
-    def drop(self, path: Path) -> None:
-        """Remove a folder of ``side_dir``'s, with whatever its child left there."""
-        self._drop(path)
 
     def _child_owned(self, path: Path, size: int, inodes: int) -> Path:
         """A folder only the child may use: a tmpfs of ``size`` bytes and ``inodes`` files where the
@@ -206,12 +202,12 @@ class Workspace:
     def remove(self) -> None:
         """Remove the workspace, whatever the child left in it; never raises. What could not be removed
         is said on stderr, in one line (grading goes on: it is the grader's mess, not the student's)."""
-        self._drop(self.root)
+        self.drop(self.root)
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
 
-    def _drop(self, path: Path) -> None:
+    def drop(self, path: Path) -> None:
         """Remove ``path``, the workspace or a folder in it: a tmpfs is detached (with every mount in it)
         and its empty folder removed; a folder on disk is emptied by ``remove_tree``."""
         unmounted = ""

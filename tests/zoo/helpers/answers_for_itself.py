@@ -1,6 +1,8 @@
-"""What the child's own code can still do beside the child's loop: write result files in its output folder
-(its working folder, where the request being answered is the one after the last result there) and answer
-requests on its own end of the answer FIFO (the one FIFO it holds open for writing)."""
+"""What the child's own code can do beside the child's loop, short of taking the loop over: write result
+files in its output folder (its working folder, where the request being answered is the one after the last
+result there) and answer on its own end of the answer FIFO (the one FIFO it holds open for writing). It
+cannot give the token each request carries, which only the loop that read the request holds: the grader
+takes no such answer, and reads no such file."""
 
 import os as _os
 import stat as _stat
@@ -18,5 +20,6 @@ def _answers(numbers):
 
 
 def _asked():
-    """The request being answered now: the one after the last result in the working folder."""
-    return 1 + max([int(f[:-3]) for f in _os.listdir(".") if f.endswith(".pt") and f[:-3].isdigit()], default=0)
+    """The number of the request being answered now: the one after the last result in the working folder."""
+    return 1 + max([int(f.split(".")[0]) for f in _os.listdir(".") if f.endswith(".pt") and f.split(".")[0].isdigit()],
+                   default=0)
