@@ -9,6 +9,7 @@ import gc
 import os
 import sys
 import threading
+import time
 from enum import IntEnum
 from pathlib import Path
 
@@ -39,7 +40,8 @@ def main(argv=None):
     g.add_argument("--stage", type=int, action="append", choices=sorted(STAGES), metavar="N",
                    help=STAGE_HELP)
     g.add_argument("--verbose", "-v", action="store_true",
-                   help="list every check (by default: failed checks of the stages worked on)")
+                   help="list every check (by default: failed checks of the stages worked on), and what held "
+                        "each resource of the grading (by default: one line, naming any layer that was missing)")
     _config_option(g)
 
     a = sub.add_parser("grade-all", help="grade a folder with one submission per student, resumably")
@@ -165,6 +167,9 @@ def _stages(args):
     return sorted(set(args.stage)) if args.stage else list(args.course.stages)
 
 
+CLEAR = "\r\033[K"  # back to the start of the terminal's line, and the line cleared
+
+
 def _grade(args):
     for option, path in (("--json", args.json), ("--html", args.html)):
         if path and Path(path).is_dir():  # before grading: nothing is written when a path is unusable
@@ -174,7 +179,13 @@ def _grade(args):
     from .errors import GradingError, SubmissionError
     from .sandbox.forkserver import ForkServer
 
+    started = time.monotonic()  # "graded in" is the command's own time, its start-up included
     print(f"grading {args.submission} ...", file=sys.stderr, flush=True)
+    on_terminal = sys.stderr.isatty()  # stage by stage on a terminal; on a pipe or in a log, nothing more
+
+    def progress(done, total, stage):
+        print(f"{CLEAR}grading {printable(args.submission)}: stage {stage}, {done} of {total} tasks done", end="",
+              file=sys.stderr, flush=True)
     try:
         with ForkServer(threads=args.course.threads) as server:
             # First, before this process imports torch and the grader: the fork server's own start
@@ -188,14 +199,17 @@ def _grade(args):
             # A report shows every probe's pictures; results.json, as Gradescope's, those of failed checks.
             pictures = "all" if args.html else "failed" if args.json else None
             graded = grade(args.submission, stages=set(args.stage) if args.stage else None, config=args.course,
-                           pictures=pictures, server=server)
+                           pictures=pictures, server=server, progress=progress if on_terminal else None)
     except SubmissionError as exc:
-        print(f"attention-lab: {printable(exc)}", file=sys.stderr)
+        print(f"{CLEAR if on_terminal else ''}attention-lab: {printable(exc)}", file=sys.stderr)
         return Exit.USAGE
     except GradingError as exc:
-        print(f"attention-lab: grading failed, not the submission's fault: {printable(exc)}", file=sys.stderr)
+        print(f"{CLEAR if on_terminal else ''}attention-lab: grading failed, not the submission's fault: "
+              f"{printable(exc)}", file=sys.stderr)
         return Exit.FAILED
-    results, seconds = graded.results, graded.seconds
+    if on_terminal:
+        print(CLEAR, end="", file=sys.stderr)  # the progress line, gone before the table
+    results, seconds = graded.results, time.monotonic() - started
     if any(o.endswith(".ipynb") for o in graded.origins.values()):
         print("code: " + "; ".join(f"{m}.py from {printable(o)}" for m, o in graded.origins.items()), file=sys.stderr)
     print(render_table(results, seconds, verbose=args.verbose, color=sys.stdout.isatty()))
@@ -203,7 +217,7 @@ def _grade(args):
         print(f"note: {printable(note)}")
     from .sandbox.runner import isolation_line
 
-    print(isolation_line(graded.isolation), file=sys.stderr)
+    print(isolation_line(graded.isolation, verbose=args.verbose), file=sys.stderr)
     if args.json:
         from .delivery.gradescope import results_json
 

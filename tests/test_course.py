@@ -6,13 +6,16 @@ import re
 import shutil
 
 import pytest
+from nbformat import from_dict
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.authoring.build import planned_files
-from autograder.authoring.course import (AUTOGRADING, BEGIN_BLOCK, DEFAULT_ASSIGNMENT, NOT_RUN, init_course,
-                                         notebook_name, planned_course, stage_notebook)
+from autograder.authoring.course import (AUTOGRADING, BEGIN_BLOCK, DEFAULT_ASSIGNMENT, NOT_RUN,
+                                         OTHER_CELL_TIMEOUT_S, init_course, notebook_name, planned_course,
+                                         stage_notebook)
 from autograder.cli import main
 from autograder.curriculum import STAGES
+from autograder.delivery.nbgrader.pipelines import runs_public_checks
 from autograder.delivery.nbgrader.release_guard import refuse_solutions
 from autograder.errors import BuildError
 from autograder.grading.config import from_data
@@ -40,13 +43,29 @@ def nbgrader_meta(cell):
 @pytest.mark.parametrize("stage", STAGES.values(), ids=lambda s: s.module)
 def test_grade_cells_carry_the_registrys_checks_and_points(files, stage):
     cells = notebook(files, stage)["cells"]
-    graded = {nbgrader_meta(c)["grade_id"]: nbgrader_meta(c)["points"] for c in cells if nbgrader_meta(c)["grade"]}
+    graded = [c for c in cells if nbgrader_meta(c)["grade"] and not runs_public_checks(nbgrader_meta(c)["grade_id"])]
     checks = all_checks({stage.number})
-    assert graded == {c.id.replace(".", "-"): c.points for c in checks}
+    assert {nbgrader_meta(c)["grade_id"]: nbgrader_meta(c)["points"] for c in graded} == \
+        {c.id.replace(".", "-"): c.points for c in checks}
     ids = [nbgrader_meta(c)["grade_id"] for c in cells]
     assert len(ids) == len(set(ids)), "grade ids must be unique within a notebook"
-    for cell, check in zip([c for c in cells if nbgrader_meta(c)["grade"]], checks):
+    for cell, check in zip(graded, checks):
         assert nbgrader_meta(cell)["locked"] and f'check("{check.id}")' in source_text(cell)
+
+
+@pytest.mark.parametrize("stage", STAGES.values(), ids=lambda s: s.module)
+def test_each_public_check_has_a_locked_cell_of_0_points_that_asserts_it(files, stage, root):
+    """nbgrader's Validate reports the grade cells that fail, one of 0 points too: a cell per public test of
+    the stage, in the file's order, and no points added to the notebook's."""
+    cells = [c for c in notebook(files, stage)["cells"] if runs_public_checks(nbgrader_meta(c)["grade_id"])]
+    path = root / "assignments" / "tests" / f"test_stage{stage.number}_{stage.module}.py"
+    tests = re.findall(r"^def (test_\w+)\(", path.read_text(), flags=re.M)
+    assert len(cells) == len(tests) > 5
+    for cell, test in zip(cells, tests):
+        meta = nbgrader_meta(cell)
+        assert meta["grade"] and meta["locked"] and meta["points"] == 0 and not meta["solution"], meta
+        code = source_text(cell)
+        assert f'"tests/{path.name}",' in code and f'"{test}")' in code and code.endswith("assert passed, said")
 
 
 @pytest.mark.parametrize("stage", STAGES.values(), ids=lambda s: s.module)
@@ -60,11 +79,30 @@ def test_the_module_cell_is_the_solution_and_strips_to_the_stub(files, stage, ro
     assert strip_solutions(code) == stub == files[f"{SOURCE}/attention_lab/{module}.py"].decode()
 
 
-def test_config_loads_and_gives_grade_cells_the_runners_bound(files, tmp_path):
+def test_config_loads_and_gives_each_grade_cell_its_stages_bound_and_other_cells_a_short_one(files, tmp_path):
+    """nbgrader's own Execute, made from the course's config, asked for each cell's timeout as it asks
+    before running the cell: a grade cell gets its stage's worst case in the runner, a cell that decides no
+    points (a public check's, the module's) the course's bound for such cells."""
+    from nbgrader.preprocessors import Execute
+
     (tmp_path / "nbgrader_config.py").write_bytes(files["nbgrader_config.py"])
     config = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
-    bound = max(worst_case(all_checks({n}), {"cpu", "meta", "cuda"}) for n in STAGES)
-    assert config.Execute.timeout >= bound > 30  # 30 s: nbgrader's default, which would cut a stage short
+    execute = Execute(config=config)
+    assert execute.timeout == OTHER_CELL_TIMEOUT_S > 30  # 30 s: nbgrader's default, which would cut a cell short
+    bounds = {}
+    for stage in STAGES.values():
+        worst = worst_case(all_checks({stage.number}), {"cpu", "meta", "cuda"})
+        for cell in notebook(files, stage)["cells"]:
+            meta = nbgrader_meta(cell)
+            if cell["cell_type"] != "code":
+                continue
+            timeout = execute._get_timeout(from_dict(cell))
+            if meta["grade"] and not runs_public_checks(meta["grade_id"]):
+                assert worst < timeout <= worst + 1, (meta["grade_id"], timeout, worst)
+                bounds[stage.number] = timeout
+            else:
+                assert timeout == OTHER_CELL_TIMEOUT_S < worst, (meta["grade_id"], timeout)
+    assert len(set(bounds.values())) > 1, "every stage got the slowest stage's bound"
     kept = set(config.Autograde.exclude_overwriting[DEFAULT_ASSIGNMENT])
     assert kept == {rel.removeprefix(f"{SOURCE}/") for rel in files if rel.startswith(f"{SOURCE}/attention_lab/")}
     assert config.GenerateAssignment.pre_convert_hook is refuse_solutions
@@ -184,31 +222,59 @@ def test_the_gpt_cells_write_train_and_draw_and_autograde_skips_the_training(stu
         assert out.count("drew") == 3 and "Not run" not in out, out  # the loss, then the heads twice
 
 
-@pytest.mark.parametrize("stage", [STAGES[1], STAGES[10]], ids=lambda s: s.module)
-def test_the_self_check_cell_runs_the_stages_public_checks_but_not_in_autograde(stage, monkeypatch, capsys):
-    """The cell as IPython runs it (its own input transformer turns ``!`` into a system call, stood in
-    for here): a student's run starts the stage's public checks in a fresh process; nbgrader's autograde
-    (NBGRADER_EXECUTION=autograde) starts nothing, as only the grade cells count there."""
-    from IPython.core.inputtransformer2 import TransformerManager
+RUN_CELLS = """
+import json, subprocess, sys
+real, runs = subprocess.run, []
+subprocess.run = lambda *args, **kwargs: runs.append(args) or real(*args, **kwargs)  # counts the pytest runs
+cells, fixed = json.load(sys.stdin), sys.argv[1]
+said = []
+for code in cells:
+    try:
+        exec(code, {})
+        said.append(None)
+    except AssertionError as exc:
+        said.append(str(exc))
+    if code is cells[-2]:  # the student fixes the module, runs its cell, then the last check again
+        open("attention_lab/simple.py", "w").write(open(fixed).read())
+print(json.dumps({"said": said, "runs": len(runs)}))
+"""
 
-    (cell,) = [c for c in stage_notebook(stage, "", None)["cells"]
-               if c["metadata"].get("nbgrader", {}).get("grade_id", "").endswith("-selfcheck")]
-    code = compile(TransformerManager().transform_cell("".join(cell["source"])), "<self-check cell>", "exec")
-    for execution in (None, "validate", "autograde"):
-        ran = []
-        shell = type("Shell", (), {"system": lambda self, command: ran.append(command)})()
-        if execution is None:
-            monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-        else:
-            monkeypatch.setenv("NBGRADER_EXECUTION", execution)
-        exec(code, {"get_ipython": lambda: shell})
-        said = capsys.readouterr().out
-        if execution == "autograde":
-            assert ran == [] and "Not run while autograding" in said, (ran, said)
-        else:
-            (command,) = ran
-            assert command.endswith(f"-m pytest -q -p no:cacheprovider -m stage{stage.number} tests"), command
-            assert said == ""
+
+@pytest.mark.parametrize("execution", ["validate", "autograde"])
+def test_the_public_check_cells_assert_what_each_check_says_running_them_once_and_never_in_autograde(
+        execution, root, tmp_path):
+    """Stage 1's public-check cells, run in order in one Python as a kernel runs them, beside tests/ and an
+    attention_lab/ whose normalize_by_sum divides by the largest score (a zoo entry): under nbgrader's Validate
+    (NBGRADER_EXECUTION=validate, as for a student) that cell fails with the check's own sentence, wrapped for
+    Validate's lines, the others pass, and one pytest run serves them all until the code changes; under
+    autograde nothing runs and every cell passes, as only the grade cells count there."""
+    import subprocess
+    import sys
+
+    from autograder.public.selfchecks import RAISED, WIDTH
+    from tools.zoo import assemble, read_entry
+
+    cells = [source_text(c) for c in stage_notebook(STAGES[1], "", None)["cells"]
+             if runs_public_checks(c["metadata"]["nbgrader"]["grade_id"])]
+    entry = root / "tests" / "zoo" / "wrong" / "normalize_by_max.py"
+    assemble(entry, read_entry(entry), tmp_path)
+    shutil.copytree(root / "assignments" / "tests", tmp_path / "tests")
+    env = {**os.environ, "NBGRADER_EXECUTION": execution}
+    ran = subprocess.run([sys.executable, "-c", RUN_CELLS, str(root / "solutions" / "attention_lab" / "simple.py")],
+                         input=json.dumps(cells), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    out = json.loads(ran.stdout.splitlines()[-1])
+    if execution == "autograde":
+        assert out == {"said": [None] * len(cells), "runs": 0}, out
+        assert ran.stdout.count(NOT_RUN.format(what="what this check says")) == len(cells), ran.stdout
+        return
+    failed = {k: said for k, said in enumerate(out["said"]) if said is not None}
+    (k, said), = failed.items()
+    assert "normalize by sum" in cells[k].splitlines()[0], cells[k]
+    assert said.startswith("normalize_by_sum(attn_scores_2) is [0.6384, 1.0000"), said
+    lines = said.splitlines()
+    assert len(lines) > 1 and len(lines[0]) <= WIDTH - RAISED and all(len(line) <= WIDTH for line in lines), said
+    assert out["runs"] == 2, out  # once for the cells, once more for the last cell after the fix
 
 
 GIVEN_COURSE = {"stages": [1, 2, 3, 4, 9], "given": [8]}

@@ -14,7 +14,7 @@ import pytest
 from autograder.delivery.classrun import grade_all as grade_all_module
 from autograder.delivery.classrun.grade_all import csv_text, discover, grade_all
 from autograder.delivery.classrun.progress import Progress
-from autograder.delivery.classrun.summary import bins, item_analysis, text_summary
+from autograder.delivery.classrun.summary import bins, charted, item_analysis, text_summary
 from autograder.errors import GradingError, UsageError
 from autograder.grading.registry import max_points
 from autograder.sandbox.linux import proc_stat
@@ -258,6 +258,9 @@ def test_item_analysis_counts_failures_among_those_who_tried_and_names_the_commo
     assert "4/4" in row and "100%" in row and "[1 not tried]" in row
     assert "row 3 of your weights sums to 0.71  (x2)" in row
     assert not [line for line in lines if "more detail" in line]
+    # The chart of failures draws a bar for a check someone failed, and none for one no one did.
+    passed_by_all = item_analysis([record((second, "passed", ""))] * 3, [second])
+    assert charted(items) == items and charted(passed_by_all) == [] and len(charted(items, most=1)) == 1
 
 
 def test_progress_shows_count_rate_and_time_left():
@@ -290,3 +293,32 @@ def test_the_default_workers_are_the_cpus_this_process_may_use(tmp_path, root, m
     monkeypatch.setattr(grade_all_module.os, "sched_getaffinity", lambda pid: {0})
     assert grade_all(tmp_path / "class", tmp_path / "grades.csv", stages=[1], log=said.append) == 0
     assert any("2 to grade with 1 worker" in line for line in said), said
+
+
+def test_the_summary_ends_with_what_held_the_gradings(tmp_path, root, monkeypatch, capsys):
+    """One short line where every grading was held by every layer the kit has; where one went without a
+    layer (here the syscall filter, though the namespaces still held what it holds), a loud line naming it,
+    with how many gradings, in the summary printed and the one written beside the CSV."""
+    from autograder.sandbox import protocol
+
+    for name, package in (("ann", "solutions"), ("ben", "assignments")):
+        shutil.copytree(root / package / "attention_lab", tmp_path / "class" / name / "attention_lab")
+    out = tmp_path / "grades.csv"
+    assert grade_all(tmp_path / "class", out, stages=[1], log=lambda text: None) == 0
+    assert capsys.readouterr().out.rstrip().endswith("isolation: every grading (2) held by every layer the kit has")
+    monkeypatch.setattr(protocol, "KERNEL_LAYERS", tuple(x for x in protocol.KERNEL_LAYERS if x != "seccomp"))
+    for record in (tmp_path / "grades-results").glob("*.json"):
+        record.unlink()  # graded again, without the filter
+    assert grade_all(tmp_path / "class", out, stages=[1], log=lambda text: None) == 0
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last.startswith("isolation: WARNING (2 of 2 gradings): graded without seccomp (seccomp not tried): "
+                           "network, processes, memory and ipc held by fewer layers"), last
+    assert out.with_suffix(".txt").read_text().rstrip().endswith(last)
+
+
+def test_the_summary_counts_each_way_the_gradings_fell_short():
+    rows = [("a", 11, {1: 11}), ("b", 0, {1: 0}), ("c", 0, {1: 0})]
+    said = "graded without cgroup (not tried): processes and memory held by fewer layers than the kit has"
+    text = text_summary(rows, 11, {1: 11}, isolation={None: 1, said: 2})
+    assert text.rstrip().splitlines()[-1] == f"isolation: WARNING (2 of 3 gradings): {said}"
+    assert "isolation:" not in text_summary(rows, 11, {1: 11})  # nothing known of it: nothing said

@@ -149,6 +149,6 @@ def test_a_tensor_left_on_the_cpu_costs_a_numeric_check_nothing_on_cuda_only():
     other = {"out": {"error": problem("RuntimeError", "shape mismatch")}}
     assert judge(numeric, other, None, "cuda").status == FAILED
     on_cpu = dataclasses.replace(judge(numeric, refused, None, "cuda"))
-    passed = combine(numeric, {"cpu": type(on_cpu)(PASSED), "cuda": on_cpu}, [])
+    passed = combine(numeric, {"cpu": type(on_cpu)(PASSED), "cuda": on_cpu})
     assert passed.passed and passed.devices == {"cpu": PASSED, "cuda": NOT_MEASURED}
     assert passed.feedback.startswith("passed (checked on cpu)") and "not measured on cuda" in passed.feedback

@@ -87,7 +87,7 @@ def test_cli_stubs_zero_exit_zero_one_line_per_stage_not_started(root):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0
     assert f"Total 0/{max_points()} points" in proc.stdout
-    lines = proc.stdout.strip().splitlines()
+    lines = [line for line in proc.stdout.strip().splitlines() if not line.startswith("note: ")]  # the machine's
     assert len(lines) == len(STAGES) + 2 and all(line.endswith("not started") for line in lines[:len(STAGES)])
     verbose = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--verbose", "--stage", "1",
                               str(root / "assignments")], capture_output=True, text=True, timeout=300)
@@ -212,3 +212,42 @@ def test_device_agreement_counts_each_side_of_a_check():
     totals = compare([both, gpu_only_fail, moved, cpu_only])
     assert (totals["cpu"], totals["cuda"], totals["max"]) == (6, 4, 8)
     assert list(totals["differs"]) == ["s1.c"] and totals["on_cuda"] == 3
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
+def test_grade_shows_progress_stage_by_stage_on_a_terminal_only_and_times_the_whole_command(
+        root, monkeypatch, capsys, terminal):
+    """On a terminal `grade` redraws one line as tasks are done, stage by stage, and clears it before the table;
+    on a pipe it says nothing more than before. "graded in" is the command's own time, its start included."""
+    import time
+
+    from autograder.cli import main
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    monkeypatch.setattr("autograder.grading.grade.missing_devices_note", lambda checks, devices: "")
+    started = time.monotonic()
+    assert main(["grade", str(root / "solutions"), "--stage", "1", "--stage", "3"]) == 0
+    took = time.monotonic() - started
+    out, err = capsys.readouterr()
+    shown = re.findall(r"stage (\d+), (\d+) of (\d+) tasks done", err)
+    if terminal:
+        assert {stage for stage, _, _ in shown} == {"1", "3"} and shown[-1][1] == shown[-1][2], shown
+        assert [int(done) for _, done, _ in shown] == sorted(int(done) for _, done, _ in shown)
+        last = err.rindex("tasks done")
+        assert "\r\033[K" in err[last:err.index("isolation:")], "the progress line was left under what follows"
+    else:
+        assert not shown and "\033" not in err
+    said = float(re.search(r"graded in (\d+\.\d) s", out).group(1))
+    assert said >= 0.9 * round(took, 1) - 0.1, (said, took)
+
+
+def test_a_device_this_machine_lacks_is_said_once_for_the_grading_not_in_every_check(root, grading_server):
+    from autograder.grading.grade import missing_devices_note
+
+    graded = grade(root / "solutions", stages={3}, devices={"cpu", "meta"}, server=grading_server)
+    said = [n for n in graded.notes if "not available" in n]
+    assert said == ["cuda is not available here: the checks that also run on cuda where it is ran on cpu, meta alone"]
+    assert not [r.id for r in graded.results if "not available" in r.feedback]
+    assert all(r.feedback.startswith("passed (checked on ") for r in graded.results)
+    checks = all_checks({3})
+    assert missing_devices_note(checks, {"cpu", "meta", "cuda"}) == ""

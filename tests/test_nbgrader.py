@@ -43,6 +43,7 @@ from autograder.authoring.build import planned_files
 from autograder.authoring.course import DEFAULT_ASSIGNMENT as ASSIGNMENT
 from autograder.authoring.course import init_course, notebook_name
 from autograder.curriculum import STAGES
+from autograder.delivery.nbgrader.pipelines import runs_public_checks
 from autograder.grading.config import from_data
 from autograder.grading.golden import load_golden
 from autograder.grading.grade import grade
@@ -241,15 +242,62 @@ def test_warnings_and_stderr_do_not_zero_a_grade_cell(course):
     assert passed, "none of carol's stage 3 grade cells passed"
 
 
-def test_autograde_starts_no_public_checks(course):
-    """Each self-check cell, run by autograde's kernel, says it was not run: only grade cells count there,
-    and its pytest would cost each notebook a process that imports torch (test_course runs it as a student)."""
+def test_autograde_starts_no_public_checks_and_they_add_no_points(course):
+    """Each public check's cell, run by autograde's kernel, says it was not run: only grade cells count there,
+    and the checks' pytest would cost each notebook a process that imports torch (test_course runs the cells
+    as a student). Worth 0 points, they leave every notebook's maximum as the hidden checks make it."""
     course, _ = course
     for path in (course / "autograded").glob(f"*/{ASSIGNMENT}/*.ipynb"):
-        (cell,) = [c for c in json.loads(path.read_text())["cells"]
-                   if c["metadata"].get("nbgrader", {}).get("grade_id", "").endswith("-selfcheck")]
-        said = "".join("".join(o.get("text", "")) for o in cell["outputs"])
-        assert said.startswith("Not run while autograding") and "passed" not in said, (path, said)
+        cells = [c for c in json.loads(path.read_text())["cells"] if public_check_cell(c)]
+        assert len(cells) > 5, path
+        for cell in cells:
+            said = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+            assert said.startswith("Not run while autograding") and "passed" not in said, (path, said)
+            assert not [o for o in cell["outputs"] if o["output_type"] == "error" or o.get("name") == "stderr"]
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention-lab") as gb:
+        for stage in STAGES.values():
+            assert gb.find_notebook(notebook_name(stage), ASSIGNMENT).max_score == max_points(stage.number)
+
+
+def public_check_cell(cell):
+    return runs_public_checks(cell["metadata"].get("nbgrader", {}).get("grade_id", ""))
+
+
+def test_validate_fails_a_wrong_notebook_in_the_public_checks_own_words_and_passes_a_right_one(course, tmp_path):
+    """What a student sees on pressing Validate (``nbgrader validate``, in the student's folder, with no course
+    configuration): stage 1 typed in with normalize_by_sum dividing by the largest score and a softmax that
+    forgets to subtract the maximum fails, on those two public checks' cells, with what pytest says of them
+    in the same folder; the reference passes. The hidden checks stay out of the release (see
+    test_release_has_no_solution_and_no_hidden_check)."""
+    course, _ = course
+    ref = reference_code()
+    wrong = ref["simple"] + "\n\n" + zoo("normalize_by_max") + OVERFLOWING_SOFTMAX
+    folder = hand_in(course / "release" / ASSIGNMENT, tmp_path / "student", {"simple": wrong})
+    said = run(folder, sys.executable, "-m", "pytest", "-vv", "-p", "no:cacheprovider", "tests/test_stage1_simple.py",
+               ok=False).stdout
+    failed = dict(re.findall(r"^FAILED tests/test_stage1_simple\.py::test_(\w+) - (?:Failed: )?(.*)$", said,
+                             flags=re.M))
+    assert sorted(failed) == ["normalize_by_sum_gives_the_books_weights",
+                              "softmax_stable_gives_the_books_weights_and_stays_finite_for_large_scores"], said
+    validated = run(folder, BIN / "nbgrader", "validate", "stage1_simple.ipynb", ok=False).stdout  # exits 0 anyway
+    assert "VALIDATION FAILED ON 2 CELL(S)" in " ".join(validated.split()), validated
+    cells = validated.split("The following cell failed:")[1:]
+    assert len(cells) == 2, validated
+    for (test, sentence), cell in zip(sorted(failed.items(), key=lambda kv: "softmax" in kv[0]), cells):
+        assert "# Public check" in cell and test.replace("_", " ") in " ".join(cell.replace("#", " ").split()), cell
+        error = cell.split("AssertionError:")[-1]
+        assert " ".join(sentence.split()) in " ".join(error.split()), (sentence, cell)
+        assert not [line for line in error.splitlines() if line.endswith("...")], cell  # Validate cuts a long line
+    hand_in(course / "release" / ASSIGNMENT, tmp_path / "right", {"simple": ref["simple"]})
+    validated = run(tmp_path / "right", BIN / "nbgrader", "validate", "stage1_simple.ipynb").stdout
+    assert "Success! Your notebook passes all the tests." in validated, validated
+
+
+OVERFLOWING_SOFTMAX = '''
+
+def softmax_stable(x):  # the naive softmax: exp(1000) overflows
+    return torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)
+'''
 
 
 def test_students_modules_are_not_replaced_at_autograde(course):
@@ -359,8 +407,11 @@ def test_import_gives_the_kernel_cheat_nothing(course, imported):
 def test_import_runs_no_kernel_and_feedback_shows_the_trusted_verdicts(imported, grading_server):
     course, _ = imported
     carol = course / "autograded" / "carol" / ASSIGNMENT / "stage3_causal.ipynb"
-    outputs = [o for c in json.loads(carol.read_text())["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    cells = json.loads(carol.read_text())["cells"]
+    outputs = [o for c in cells if c["cell_type"] == "code" for o in c["outputs"]]
     assert not any("warnings on" in "".join(o.get("text", "")) for o in outputs), "carol's own cell was run"
+    public = [c for c in cells if public_check_cell(c)]
+    assert public and all("".join(c["outputs"][0]["text"]).startswith("Not run here") for c in public)
     text = page_text(course / "feedback" / "carol" / ASSIGNMENT / "stage3_causal.html")
     failed = [r for r in grade(course / "submitted" / "carol" / ASSIGNMENT, server=grading_server).results
               if r.stage == 3 and not r.passed]
@@ -372,6 +423,74 @@ def test_import_runs_no_kernel_and_feedback_shows_the_trusted_verdicts(imported,
     assert "passed (" in text
     page = (course / "feedback" / "carol" / ASSIGNMENT / "stage3_causal.html").read_text()
     assert "journey" in pictures_in(page), "no picture of carol's attention in her imported feedback"
+
+
+def test_every_picture_of_the_feedback_says_what_it_shows_in_its_alt_text(course, imported):
+    """carol's stage 3 feedback, from autograde's kernel (her own attention drawn by the look cell, a failed
+    check's pictures) and from import (a failed check's pictures, from the trusted record): every picture is an
+    <img> whose alt text names the kind of picture and the title drawn in it, never nbconvert's stand-in
+    ("No description has been provided for this image") or nothing."""
+    import base64
+
+    for folder in (course[0], imported[0]):
+        page = (folder / "feedback" / "carol" / ASSIGNMENT / "stage3_causal.html").read_text()
+        found = images_in(page)
+        assert found, f"no picture in carol's feedback from {folder.name}"
+        for image in found:
+            svg = base64.b64decode(image["src"].removeprefix("data:image/svg+xml;base64,")).decode()
+            title = html.unescape(re.search(r"<text[^>]*>([^<]*)</text>", svg).group(1))  # drawn first, in bold
+            alt = image.get("alt") or ""
+            assert alt.startswith(("A heatmap of ", "A bar chart of ", "A list of ")) and title in alt, (title, alt)
+
+
+def images_in(page):
+    """The attributes of every <img> of a page, unescaped."""
+    from html.parser import HTMLParser
+
+    found = []
+
+    class Images(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag == "img":
+                found.append(dict(attrs))
+
+    Images().feed(page)
+    return found
+
+
+def test_the_look_cell_says_a_students_error_in_one_line_not_a_traceback(course):
+    """carol's SelfAttention_v2 multiplies by the nn.Linear itself: the "Look at your attention" cell of her
+    autograded stage 2 says where in her file and what, as the public checks do, in lines that fit the page
+    (a traceback went through torch's files and the grading machine's paths, past the page)."""
+    course, _ = course
+    cells = json.loads((course / "autograded" / "carol" / ASSIGNMENT / "stage2_self_attention.ipynb").read_text())
+    (look,) = [c for c in cells["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id", "").endswith("-look")]
+    said = "".join("".join(o.get("text", "")) for o in look["outputs"])
+    assert not [o for o in look["outputs"] if o["output_type"] == "error"], look["outputs"]
+    assert " ".join(said.split()).startswith("SelfAttention_v2.forward raised TypeError at "
+                                             "attention_lab/self_attention.py line"), said
+    assert max(len(line) for line in said.splitlines()) <= 101, said
+
+
+def test_no_line_of_a_feedback_page_runs_past_it(course, imported, browser):
+    """Every feedback page of the class, both ways graded, opened in headless Chromium 1280 px wide (a
+    laptop's screen): no preformatted block (a cell's code, its output, an error) holds a line wider than the
+    block the page gives it, which the page would cut off or make the student scroll sideways to read. The
+    kit writes the grade cells' titles, a passed check's line, an error's feedback and its own notes
+    wrapped; the code students type is theirs (the reference's lines fit)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        for folder in (course[0], imported[0]):
+            pages = sorted((folder / "feedback").glob(f"*/{ASSIGNMENT}/*.html"))
+            assert len(pages) >= 20, pages
+            for path in pages:
+                page.goto(path.as_uri(), wait_until="load")
+                wide = page.evaluate("""() => [...document.querySelectorAll('pre')]
+                    .filter(block => block.scrollWidth > block.clientWidth + 1)
+                    .map(block => block.innerText.split('\\n').reduce((a, b) => b.length > a.length ? b : a))""")
+                assert not wide, f"{path.relative_to(folder)}: lines past the page: {wide[:3]}"
+    finally:
+        page.close()
 
 
 def test_a_module_file_that_differs_from_its_notebook_cell_is_named_in_the_feedback(imported):
@@ -416,6 +535,27 @@ def test_release_guard_refuses_solution_code_in_source_modules(tmp_path):
     init_course(course, config=one_stage, log=lambda _: None)
     assert module.read_text() == (ROOT / "assignments" / "attention_lab" / "causal.py").read_text()
     run(course, BIN / "nbgrader", "generate_assignment", ASSIGNMENT)
+
+
+def test_import_says_when_its_gradings_went_without_a_layer_of_the_kit(tmp_path):
+    """import grades in the isolated runner, as grade-all does: where those gradings went without one of
+    the kit's layers (here the syscall filter, though the namespaces still hold what it holds), what import
+    prints says so, loudly, and names it. On a course of stage 1 alone, handed in by one student."""
+    course = tmp_path / "course"
+    init_course(course, config=from_data({"stages": [1]}), log=lambda _: None)
+    (course / "attention-lab.toml").write_text("stages = [1]\n")  # what import grades
+    run(course, BIN / "nbgrader", "generate_assignment", ASSIGNMENT)
+    hand_in(course / "release" / ASSIGNMENT, course / "submitted" / "ann" / ASSIGNMENT,
+            {"simple": reference_code()["simple"]})
+    without_the_filter = ("import sys\n"
+                          "from autograder.sandbox import protocol\n"
+                          "protocol.KERNEL_LAYERS = tuple(x for x in protocol.KERNEL_LAYERS if x != 'seccomp')\n"
+                          "from autograder.cli import main\n"
+                          "sys.exit(main(sys.argv[1:]))\n")
+    done = run(course, sys.executable, "-c", without_the_filter, "nbgrader", "import", ".")
+    said = done.stdout + done.stderr
+    assert ("isolation: WARNING (1 of 1 gradings): graded without seccomp (seccomp not tried): network, processes, "
+            "memory and ipc held by fewer layers than the kit has") in said, said[-3000:]
 
 
 def test_a_students_markdown_is_inert_in_the_feedback_page(imported, browser):

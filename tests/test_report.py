@@ -1,5 +1,6 @@
 """``attention-lab grade --html``: one self-contained page with the student's own pictures."""
 import re
+import shutil
 
 import pytest
 
@@ -36,3 +37,38 @@ def test_a_leaking_layer_shows_its_leak_map_with_the_leaking_cells(reports):
     assert flagged and int(flagged[0]) > 0
     no_leak = page[page.index("id='s3.causal.no_leak'"):]
     assert no_leak.index('data-picture="leak"') < no_leak.index("<div class='check", 10)  # under its own check
+
+
+def test_an_untouched_stage_is_one_not_started_row_and_a_started_one_lists_its_checks(tmp_path, root):
+    """The stubs' report says "not started" once a stage, as the terminal's table does, not a red box for each
+    of its checks; a stage with one function written lists every check, the failed ones included."""
+    from autograder.cli import main
+
+    folder = tmp_path / "sub"
+    shutil.copytree(root / "assignments" / "attention_lab", folder / "attention_lab")
+    page = tmp_path / "report.html"
+    assert main(["grade", str(folder), "--stage", "1", "--stage", "3", "--html", str(page)]) == 0
+    html = page.read_text()
+    assert html.count("NOT STARTED") == 2 and "<b>FAILED</b>" not in html
+    simple = folder / "attention_lab" / "simple.py"
+    solved = (root / "solutions" / "attention_lab" / "simple.py").read_text()
+    start = solved.index("def attention_scores_loop")
+    simple.write_text(simple.read_text() + "\n\n" + solved[start:solved.index("\ndef ", start + 1)])  # one function
+    assert main(["grade", str(folder), "--stage", "1", "--stage", "3", "--html", str(page)]) == 0
+    html = page.read_text()
+    assert html.count("NOT STARTED") == 1 and "<b>PASSED</b>" in html and "<b>FAILED</b>" in html
+    assert all(f"id='{c.id}'" in html for c in all_checks({1}))
+
+
+def test_the_sizes_benchmarks_md_gives_for_the_reports_are_what_grade_writes(tmp_path, root):
+    """docs/benchmarks.md's sizes of the reference's and the stubs' reports, within 15 %: a number the docs
+    give that can be measured is measured here."""
+    from autograder.cli import main
+
+    said = re.search(r"writes a report of (\d+) KiB, and the stubs' report, each stage one \"not started\" row, "
+                     r"(\d+) KiB", (root / "docs" / "benchmarks.md").read_text().replace("\n", " "))
+    assert said, "docs/benchmarks.md no longer gives the reports' sizes in the sentence this test reads"
+    for folder, kib in (("solutions", int(said.group(1))), ("assignments", int(said.group(2)))):
+        page = tmp_path / f"{folder}.html"
+        assert main(["grade", str(root / folder), "--html", str(page)]) == 0
+        assert abs(page.stat().st_size / 1024 - kib) <= 0.15 * kib, (folder, page.stat().st_size / 1024, kib)

@@ -9,6 +9,7 @@ from autograder.errors import SubmissionError
 from autograder.grading.grade import grade
 from autograder.grading.registry import max_points
 from autograder.grading.results import stage_totals
+from autograder.intake.submission import open_submission
 from autograder.intake.notebooks import module_cell, module_of, modules_in
 
 
@@ -179,11 +180,10 @@ def test_intake_reads_only_regular_files_and_names_what_it_left_out(tmp_path, ro
     said = "stage 3 (causal.py) was not handed in: attention_lab/causal.py is a FIFO, which is left out"
     assert said in causal.feedback
     real = "hand in the real file or folder instead"
-    assert sorted(graded.notes) == sorted(f"attention_lab/{name} is {what}, which is left out: {advice}"
-                                          for name, what, advice in (("buffers.py", "a symbolic link", real),
-                                                                     ("causal.py", "a FIFO", "it is not graded"),
-                                                                     ("data", "a symbolic link", real),
-                                                                     ("multihead.py", "a symbolic link", real)))
+    assert sorted(n for n in graded.notes if n.startswith("attention_lab/")) == sorted(
+        f"attention_lab/{name} is {what}, which is left out: {advice}"
+        for name, what, advice in (("buffers.py", "a symbolic link", real), ("causal.py", "a FIFO", "it is not graded"),
+                                   ("data", "a symbolic link", real), ("multihead.py", "a symbolic link", real)))
 
 
 def test_a_package_that_is_a_link_is_refused_in_one_sentence(tmp_path, root, capsys):
@@ -211,3 +211,19 @@ def test_a_notebook_that_never_ends_or_blocks_is_refused(tmp_path):
             with pytest.raises(SubmissionError):
                 grade(given)
         assert time.monotonic() - started < 5
+
+
+def test_a_class_folder_is_refused_with_the_command_for_a_class(tmp_path, root):
+    """`grade` on an instructor's folder of students (plain, or nbgrader's submitted/<student>/<assignment>/)
+    says it is a class and names grade-all, rather than that no attention_lab/ was handed in."""
+    for layout in ("plain", "nbgrader"):
+        klass = tmp_path / layout / "submitted"
+        for student in ("ann", "bob"):
+            inner = klass / student / ("attention" if layout == "nbgrader" else "")
+            shutil.copytree(root / "assignments" / "attention_lab", inner / "attention_lab")
+        with pytest.raises(SubmissionError) as refused:
+            open_submission(klass)
+        assert "holds 2 folders" in str(refused.value) and f"attention-lab grade-all {klass}" in str(refused.value)
+    lone = tmp_path / "lone" / "submitted" / "ann"  # one student: that folder is graded, as before
+    shutil.copytree(root / "assignments" / "attention_lab", lone / "attention_lab")
+    assert open_submission(lone.parent).package == lone / "attention_lab"

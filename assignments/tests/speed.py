@@ -17,6 +17,7 @@ file beside the public checks.
 from __future__ import annotations
 
 import gc
+import math
 import random
 import statistics
 import time
@@ -189,7 +190,9 @@ def _rounds(student: Timed, kit: Timed, seed: Callable[[], int], overhead: float
         if type(theirs) is not torch.Tensor or theirs.shape != ours.shape or theirs.dtype != ours.dtype:
             raise Unfit(f"the output of forward should be a plain torch.Tensor of shape {tuple(ours.shape)} "
                         f"and dtype {ours.dtype}")
-        report["max_diff"] = max(report["max_diff"], float((theirs.detach().to(ours.device) - ours).abs().max()))
+        diff = float((theirs.detach().to(ours.device) - ours).abs().max())
+        # max() keeps its first argument against a nan: an output of nans would have compared as equal.
+        report["max_diff"] = max(report["max_diff"], diff if math.isfinite(diff) else math.inf)
         report["scale"] = max(report["scale"], float(ours.abs().max()))
         # What a call cost beyond making its input and handing its output back (never below a microsecond:
         # a ratio needs a time).

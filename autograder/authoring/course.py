@@ -14,7 +14,9 @@ another (stage 4's wrapper is made of stage 3's ``CausalAttention``), so a stude
 per notebook, that is per stage.
 
 Each notebook explains its stage (the module's docstring), holds the module in one solution
-cell (see ``notebooks``), a self-check cell that runs the public checks, and one grade cell per
+cell (see ``notebooks``), a cell per public check of the stage that asserts what the check says
+(worth 0 points, so that nbgrader's Validate fails a notebook whose public checks fail, and
+autograde's points are the hidden checks' alone: ``public.selfchecks``), and one grade cell per
 registered check with that check's points. A grade cell's hidden part only names the check; the
 check itself runs in the isolated runner (``gradecell.check``), so nothing in a notebook,
 released or autograded, holds an expected value.
@@ -28,7 +30,9 @@ import re
 from pathlib import Path
 
 from ..curriculum import STAGE_OF, STAGES
-from ..delivery.nbgrader.pipelines import SANITIZE
+from ..delivery.classroom import public_test_title, public_tests
+from ..delivery.nbgrader.pipelines import PUBLIC_CELL, SANITIZE
+from ..delivery.report import LINE, wrapped
 from ..errors import BuildError
 from ..grading.config import CourseConfig, given_code
 from ..grading.grade import worst_case
@@ -36,6 +40,7 @@ from ..grading.registry import declared
 from ..intake import notebooks
 from ..common.markers import BEGIN, HIDDEN_BEGIN, HIDDEN_END
 from ..paths import KIT_ROOT
+from ..public import selfchecks
 from .build import planned_files
 
 DEFAULT_ASSIGNMENT = "attention"
@@ -66,7 +71,7 @@ def planned_course(assignment: str = DEFAULT_ASSIGNMENT, root: Path = KIT_ROOT, 
     for number in config.stages:
         stage = STAGES[number]
         solution = (root / "solutions" / "attention_lab" / f"{stage.module}.py").read_text()
-        text = json.dumps(stage_notebook(stage, solution, config), indent=1, ensure_ascii=False) + "\n"
+        text = json.dumps(stage_notebook(stage, solution, config, root), indent=1, ensure_ascii=False) + "\n"
         files[f"{source}/{notebook_name(stage)}.ipynb"] = text.encode()
     return files
 
@@ -150,16 +155,19 @@ def nbgrader_config(assignment: str, config=None) -> str:
     # A given stage's module is the kit's, not the student's: autograde puts the source's copy back.
     modules = sorted(f"attention_lab/{p}" for p in ["__init__.py", *(f"{s.module}.py" for s in STAGES.values()
                                                                      if s.number not in config.given)])
-    timeout = max(worst_case(config.checks({n}), {"cpu", "meta", "cuda"}) for n in config.stages)
+    bounds = {n: int(worst_case(config.checks({n}), {"cpu", "meta", "cuda"})) + 1 for n in config.stages}
     return f'''\
 {BEGIN_BLOCK}
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "attention-lab"
 
-# A hidden grade cell runs its stage in attention-lab's isolated runner, whose own watchdog
-# bounds it (this is that bound); nbgrader's default of 30 s per cell would cut a slow but
-# honest stage short, and a cut-short cell scores zero.
-c.Execute.timeout = {int(timeout) + 1}
+# A hidden grade cell runs its stage in attention-lab's isolated runner, whose own watchdog bounds it:
+# each grade cell gets that bound for its own stage (stage: seconds, below; nbgrader's default of 30 s
+# per cell would cut a slow but honest stage short, and a cut-short cell scores zero). Every other cell
+# decides no points and gets Execute.timeout, so that a cell that never ends costs minutes, not hours.
+from autograder.delivery.nbgrader.timeouts import StageTimeouts  # noqa: E402
+c.Execute.timeout = {OTHER_CELL_TIMEOUT_S}
+c.Execute.timeout_func = StageTimeouts({bounds!r}, other=c.Execute.timeout)
 
 # The students' modules are their work. At autograde nbgrader replaces every file that is not a
 # notebook with the source's copy (the stubs, and the kit's code of a given stage) unless it is listed here.
@@ -177,7 +185,12 @@ c.Autograde.sanitize_preprocessors = {SANITIZE!r}
 '''
 
 
-def stage_notebook(stage, solution: str, config=None) -> dict:
+# The bound of a cell that is no grade cell (see nbgrader_config): ten times the slowest of the course's own, stage
+# 10's training (half a minute on a laptop's CPU, left out under autograde, run by an instructor's Validate).
+OTHER_CELL_TIMEOUT_S = 300
+
+
+def stage_notebook(stage, solution: str, config=None, root: Path = KIT_ROOT) -> dict:
     config = config or CourseConfig()
     checks = config.checks({stage.number})
     points = sum(c.points for c in checks)
@@ -186,7 +199,7 @@ def stage_notebook(stage, solution: str, config=None) -> dict:
         _markdown(f"{stage.module}-intro", _intro(stage, solution, points, len(checks), given)),
         _code(f"{stage.module}-code", notebooks.module_cell(stage.module, solution), solution=True),
         _markdown(f"{stage.module}-selfcheck-intro", SELF_CHECK_TEXT),
-        _code(f"{stage.module}-selfcheck", SELF_CHECK.format(n=stage.number)),
+        *_public_cells(stage, root),
     ]
     looked = declared()[stage.number].looked  # declared in the stage's checks (``Checks.look``)
     if looked:
@@ -249,31 +262,53 @@ INTRO = """\
 
 **How to work.** Write your code in the next cell where it says `YOUR CODE HERE`, then run
 the cell: it saves the cell as `attention_lab/{module}.py` (the first line, `%%writefile ...`,
-does that; keep it). Run the self-check after it. This stage is worth **{points} points** in
+does that; keep it). Run the public checks after it. This stage is worth **{points} points** in
 {checks} hidden checks at the end of the notebook.
 """
 
 SELF_CHECK_TEXT = """\
 ## Check yourself
 
-The public checks of this stage, run on the `attention_lab/` you saved, in a fresh Python
-process (so they see your latest code, not an earlier import). They show the book's numbers
-and say what is off; the hidden checks at the end test more than these.
+The public checks of this stage, a cell each, run on the `attention_lab/` you saved. The first
+one you run after a change runs them all, in a fresh Python process (so they see your latest
+code, not an earlier import); the others read what it found. They show the book's numbers and
+say what is off. nbgrader's **Validate** runs them too: a check that fails here fails Validate,
+in the same words. They are worth no points; the hidden checks at the end grade, and test more
+than these.
 """
 
 # nbgrader's autograde sets NBGRADER_EXECUTION, and there only the grade cells count: a cell that costs
 # seconds and decides nothing (the public checks: a second process importing torch and pytest, a third of
 # a notebook's time; stage 10's training, cells/stage10_2_train.py: half a minute a student) says so instead
-# of running, in these words (tests/test_course.py holds the cells to them).
-AUTOGRADING = 'os.environ.get("NBGRADER_EXECUTION") == "autograde"'
-NOT_RUN = "Not run while autograding: the grade cells below decide the points. Run it yourself to see {what}."
+# of running, in these words (public/selfchecks.py holds them; tests/test_course.py holds the cells to them).
+AUTOGRADING = f'os.environ.get("{selfchecks.AUTOGRADE_VARIABLE}") == "{selfchecks.AUTOGRADE}"'
+NOT_RUN = selfchecks.NOT_RUN
 
-SELF_CHECK = f"""\
-import os, sys
-if {AUTOGRADING}:
-    print("{NOT_RUN.format(what='the checks')}")
-else:
-    !{{{{sys.executable}}}} -m pytest -q -p no:cacheprovider -m stage{{n}} tests"""
+# A cell per public check: its assert is what nbgrader's Validate reports (public/selfchecks.py says how).
+# Validate prints the cell too, each line cut at 87 characters: the title is wrapped to fit (the longest test
+# names alone do not).
+PUBLIC_CHECK = """\
+{title}
+import sys
+sys.path.insert(0, "tests")  # the public checks' folder
+from selfchecks import verdict
+passed, said = verdict("{file}",
+                       "{test}")
+assert passed, said"""
+
+
+def _public_cells(stage, root):
+    """A cell per public check of ``stage``, each a grade cell of 0 points: nbgrader's Validate reports
+    the grade cells that fail (one of 0 points too), and autograde's points stay the hidden checks'."""
+    tests = public_tests(stage, root)
+    cells = []
+    for k, node in enumerate(tests, 1):
+        title = _comment(f"Public check {k} of {len(tests)}: {public_test_title(node)}", selfchecks.WIDTH)
+        file, _, test = node.partition("::")
+        code = PUBLIC_CHECK.format(title=title, file=file, test=test)
+        cells.append(_code(PUBLIC_CELL.format(module=stage.module, n=k), code, grade=True, points=0))
+    return cells
+
 
 LOOK_TEXT = """\
 ## Look at your attention
@@ -283,18 +318,24 @@ Your own attention weights for the book's sentence, "Your journey starts with on
 outlined cells (the future) must stay 0, and any that do not are drawn in red.
 """
 
-LOOK_CELL = """\
+# A student's error here is said in one line, as the public checks say it (where in the student's file, and what):
+# a traceback would go through torch's and the drawing's own files, and run past the feedback page.
+LOOK_CELL = f"""\
 import sys
 import torch
 sys.path.insert(0, "tests")  # the public checks' folder holds the drawing helper
+from feedback import describe_error, error_record, wrapped
 from pictures import show_attention
-from attention_lab.{module} import {imported}
+from attention_lab.{{module}} import {{imported}}
 
 torch.manual_seed(123)
 try:
-    display(show_attention({shown}))  # noqa: F821  (display: IPython's, in every notebook)
+    # display: IPython's, in every notebook
+    display(show_attention({{shown}}))  # noqa: F821
 except NotImplementedError as exc:
-    print(f"Not written yet ({{exc!r}}): fill in the code above, run its cell, then run this one again.")"""
+    print(f"Not written yet ({{{{exc!r}}}}): fill in the code above, run its cell, then run this one again.")
+except Exception as exc:
+    print(wrapped(describe_error(error_record(exc, "attention_lab")), {LINE}))"""
 
 # The cells that put a stage's code to work, after its self-check: ``cells/stage<N>_<order>_<name>.py``, each
 # the cell's Markdown as its docstring and the cell's code under it: Python files, linted as the kit's own
@@ -329,8 +370,14 @@ The grader fills in the cells below when it grades your notebook; in your copy t
 """
 
 def _grade_cell(check, module):
-    """The hidden part names the check and nothing else: feedback shows it to students."""
+    """The hidden part names the check and nothing else: feedback shows it to students, and shows the
+    cell's first lines as they are (so they are wrapped: a long line would run past the page)."""
     plural = "s" if check.points > 1 else ""
-    return "\n".join([f"# {check.title} ({check.points} point{plural}), on attention_lab/{module}.py",
+    return "\n".join([_comment(f"{check.title} ({check.points} point{plural}), on attention_lab/{module}.py"),
                       HIDDEN_BEGIN, "from autograder.gradecell import check",
                       f'passed, feedback = check("{check.id}")', "assert passed, feedback", HIDDEN_END])
+
+
+def _comment(text, width=LINE):
+    """``text`` as comment lines of at most ``width`` columns, "# " included, wrapped at words."""
+    return "\n".join(f"# {line}" for line in wrapped(text, width - 2).split("\n"))

@@ -35,6 +35,12 @@ def public_tests(stage, root: Path = KIT_ROOT) -> list[str]:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
 
 
+def public_test_title(node: str) -> str:
+    """A public test in words, as a workflow step and a notebook's cell name it: ``...::test_rows_sum_to_one``
+    is "rows sum to one"."""
+    return node.rpartition("::test_")[2].replace("_", " ")
+
+
 def test_points(config: CourseConfig, root: Path = KIT_ROOT) -> dict[str, tuple[int, int]]:
     """node id -> (stage, points): each taught stage's points shared evenly among its public tests."""
     points = {}
@@ -82,7 +88,7 @@ def classroom_workflow(config: CourseConfig | None = None, root: Path = KIT_ROOT
     for i, (node, (number, points)) in enumerate(test_points(config, root).items()):
         step = f"s{number}_{i:02d}"  # GitHub's step ids take letters, digits, _ and -; the reporter's env, no -
         ids.append(step)
-        name = f"Stage {number}: {node.rpartition('::test_')[2].replace('_', ' ')}"
+        name = f"Stage {number}: {public_test_title(node)}"
         lines += [
             f"      - name: {q(name)}",
             f"        id: {step}",

@@ -13,7 +13,10 @@ the image, then runs ``run_autograder`` as root for every submission, which must
   it), and the students' code runs in the same container, so ``solutions/`` never goes in: only the
   reference of a stage the course gives (``kit/given/<module>.py``), which the students hold anyway;
 - torch at the version ``constraints.txt`` pins, from PyTorch's CPU index: Gradescope has no GPU,
-  and the default index's torch brings gigabytes of CUDA libraries;
+  and the default index's torch brings gigabytes of CUDA libraries; then every other dependency
+  grading imports (pyproject.toml's, each pinned by ``constraints.txt``: ``pins.dependencies``) and
+  the system's libseccomp, so that the image has every layer the kit has (a missing one is said in
+  every results.json's ``output``, never silent);
 - the stages to grade as data (``kit/gradescope.json``), so one kit serves any assignment;
 - every way out leaves a valid results.json: a student whose upload cannot be graded reads what
   to upload, and a failure of the grader says so instead of blaming the student.
@@ -24,6 +27,7 @@ import argparse
 import html
 import io
 import json
+import shlex
 import stat
 import sys
 import traceback
@@ -36,23 +40,27 @@ from .report import wrapped, write_atomically, write_json
 CONFIG = "gradescope.json"
 
 SETUP = """#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder's image.
+# Gradescope runs this once, as root, when it builds the autograder's image. AUTOGRADER_ROOT, as in
+# run_autograder, builds the same environment in a folder laid out like /autograder.
 set -euo pipefail
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+CONSTRAINTS="$ROOT/source/kit/constraints.txt"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq python3 python3-pip python3-venv > /dev/null
+# libseccomp2: the system library that pyseccomp binds for the syscall filter (docs/security.md).
+apt-get install -y -qq python3 python3-pip python3-venv libseccomp2 > /dev/null
 # The kit needs Python 3.10 or newer: Gradescope's Ubuntu 22.04 base image (or a later one) has it.
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
     echo "attention-lab needs Python 3.10 or newer, and this image has $(python3 --version 2>&1):" \
          "choose Gradescope's Ubuntu 22.04 base image or a later one" >&2
     exit 1
 fi
-python3 -m venv /autograder/venv
-# CPU torch at the kit's pinned version: the default index's torch pulls gigabytes of CUDA wheels.
-/autograder/venv/bin/pip install --quiet --index-url {index} "{torch}"
-# numpy (torch warns without it), Landlock's bindings, which confine graded code (docs/security.md), and
-# nbformat, whose schema a submitted notebook is checked against.
-/autograder/venv/bin/pip install --quiet numpy "{landlock}" "{nbformat}"
+python3 -m venv "$ROOT/venv"
+# CPU torch ({torch_pin}, as constraints.txt pins it): the default index's torch pulls gigabytes of CUDA wheels.
+"$ROOT/venv/bin/pip" install --quiet --index-url {index} -c "$CONSTRAINTS" {torch}
+# Everything else grading imports (pyproject.toml's dependencies), at the versions constraints.txt pins:
+# without Landlock's or the syscall filter's bindings, every grading would lack that layer (docs/security.md).
+"$ROOT/venv/bin/pip" install --quiet -c "$CONSTRAINTS" {rest}
 """
 
 RUN = """#!/usr/bin/env bash
@@ -71,7 +79,26 @@ GRADER_FAILED = ("The autograder failed while grading this submission. This is n
                  "not a grade.")
 
 
+# Gradescope shows a results.json's top-level output to staff and students alike, and has no output for
+# the staff alone but the autograder's stdout, which nobody reads unless something looks wrong.
+ISOLATION_NOTE = ("For the course staff, on the autograder's isolation: {}. attention-lab's docs/security.md says "
+                  "what is then open.")
+
 LEADERBOARD_STAGE = 8  # the stage whose speed check reports the one value a leaderboard shows
+
+
+def setup_script(requirements: list[str]) -> str:
+    """setup.sh for ``requirements`` (``pins.dependencies``): torch from PyTorch's CPU index, then the rest
+    from the default index, each as pyproject.toml writes it (in single quotes for the shell, the quotes
+    of its marker made double, which PEP 508 reads alike)."""
+    from .pins import CPU_WHEELS, name_of, torch_pin
+
+    def quoted(group):
+        return " ".join(shlex.quote(r.replace("'", '"')) for r in group)
+
+    torch = [r for r in requirements if name_of(r) == "torch"]
+    rest = [r for r in requirements if name_of(r) != "torch"]
+    return SETUP.format(index=CPU_WHEELS, torch_pin=torch_pin(KIT_ROOT), torch=quoted(torch), rest=quoted(rest))
 
 
 def export(out_zip, config):
@@ -79,7 +106,7 @@ def export(out_zip, config):
     points and visibility, shipped in ``kit/gradescope.json``). Returns the names it holds."""
     from ..errors import BuildError, GradingError
     from ..grading.config import GIVEN, given_code
-    from .pins import CPU_WHEELS, pin, torch_pin
+    from .pins import dependencies
 
     try:
         given = given_code(config)
@@ -87,9 +114,7 @@ def export(out_zip, config):
         raise BuildError(str(exc)) from None
     constraints = KIT_ROOT / "constraints.txt"
     files = {  # name in the zip: (content, mode)
-        "setup.sh": (SETUP.format(index=CPU_WHEELS, torch=torch_pin(KIT_ROOT), landlock=pin("landlockpy", KIT_ROOT),
-                                   nbformat=pin("nbformat", KIT_ROOT)),
-                     0o755),
+        "setup.sh": (setup_script(dependencies(KIT_ROOT)), 0o755),
         "run_autograder": (RUN, 0o755),
         "kit/constraints.txt": (constraints.read_bytes(), 0o644),
         "kit/" + CONFIG: (json.dumps(config.as_data()) + "\n", 0o644),
@@ -123,6 +148,7 @@ def results_for(submission):
     from ..errors import SubmissionError
     from ..grading.grade import grade
     from ..grading.results import ungradable
+    from ..sandbox.runner import isolation_line
     from .report import render_table
 
     config = shipped_config()
@@ -134,6 +160,7 @@ def results_for(submission):
         print(f"attention-lab: cannot grade the submission: {exc}")  # for the staff: the detail
         return ungradable(f"Your submission could not be graded: {exc.student}", exc.student, stages, config)
     print(render_table(graded.results, graded.seconds))  # for the staff: stdout stays hidden from students
+    print(isolation_line(graded.isolation, verbose=True))
     for check_id, device, trace in graded.grader_errors:
         print(f"attention-lab: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
     return results_json(graded, config)
@@ -142,8 +169,15 @@ def results_for(submission):
 def results_json(graded, config) -> dict:
     """The results.json of a grading, the one serialiser of it: Gradescope's runner writes it, and so
     does ``attention-lab grade --json``, so that an instructor's trial run shows what students will see
-    (a failed check's pictures inline in its output)."""
-    return pictures_inline(graded.gradescope(leaderboard=config.leaderboard))
+    (a failed check's pictures inline in its output). A layer of the kit that did not hold the grading
+    is said in the ``output`` on top, which Gradescope shows above the tests (``ISOLATION_NOTE``)."""
+    from ..sandbox.runner import shortfall
+
+    data = pictures_inline(graded.gradescope(leaderboard=config.leaderboard))
+    said = shortfall(graded.isolation)
+    if said:
+        data["output"] = "\n\n".join(filter(None, [data.get("output"), ISOLATION_NOTE.format(said)]))
+    return data
 
 
 def pictures_inline(data: dict) -> dict:
@@ -159,8 +193,8 @@ def pictures_inline(data: dict) -> dict:
             test.pop("extra_data", None)
         if drawn:
             said = f'<pre style="white-space: pre-wrap">{html.escape(wrapped(test["output"]))}</pre>'
-            test["output"] = said + "".join(Picture(p["svg"], test["name"], kind=p["kind"], flagged=p["flagged"]).html()
-                                            for p in drawn)
+            test["output"] = said + "".join(Picture(p["svg"], test["name"], kind=p["kind"], flagged=p["flagged"],
+                                                    alt=p.get("alt", "")).html() for p in drawn)
             test["output_format"] = "html"
     return data
 

@@ -11,6 +11,7 @@ import html
 
 from ..curriculum import STAGES
 from ..grading.results import ERROR, PASSED, stage_totals
+from .report import untouched
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; padding: 0 1rem; }
@@ -23,6 +24,7 @@ table.stages td, table.stages th { padding: .25rem .7rem; border-bottom: 1px sol
 .check { border: 1px solid #ddd; border-left: 6px solid #2ca02c; border-radius: 4px; padding: .5rem .8rem;
          margin: .6rem 0; }
 .check.failed { border-left-color: #d62728; } .check.error { border-left-color: #ff7f0e; }
+.check.untouched { border-left-color: #999; color: #555; }
 .check .head { display: flex; justify-content: space-between; gap: 1rem; }
 .check .id { font-family: monospace; color: #555; }
 pre { white-space: pre-wrap; background: #f7f7f7; padding: .4rem .6rem; margin: .4rem 0; font-size: .85rem; }
@@ -52,7 +54,13 @@ def render(graded, title="attention-lab report") -> str:
             f"<table class='stages'><tr><th>stage</th><th></th><th>points</th><th></th><th></th></tr>{rows}</table>"]
     for stage in totals:
         body.append(f"<h2 id='stage{stage}'>Stage {stage}: {e(STAGES[stage].title)}</h2>")
-        for r in (r for r in graded.results if r.stage == stage):
+        mine = [r for r in graded.results if r.stage == stage]
+        if untouched(mine):  # one row, as the terminal's table says it: not a red box per check of a stub
+            body.append(f"<div class='check untouched'><div class='head'><span><b>NOT STARTED</b> none of its "
+                        f"{len(mine)} checks has code to run yet ({e(STAGES[stage].module)}.py: each function still "
+                        f"raises NotImplementedError)</span><span>0/{totals[stage].max_points}</span></div></div>")
+            continue
+        for r in mine:
             kind = "passed" if r.status == PASSED else "error" if r.status == ERROR else "failed"
             drawn = pictures.get(r.id, [])
             figures = f"<div class='pictures'>{''.join(p.html() for p in drawn)}</div>" if drawn else ""

@@ -19,13 +19,15 @@ def untouched(results) -> bool:
 
 
 WIDTH, INDENT = 110, " " * 9  # a check's feedback under it: wrapped at words, never cut
+# ... and so every line the kit writes into a page that shows text as it is (nbgrader's feedback, Gradescope's)
+LINE = WIDTH - len(INDENT)
 
 
-def wrapped(text: str, width: int = WIDTH - len(INDENT)) -> str:
-    """``text`` with each of its lines wrapped at words: for the preformatted blocks that Gradescope's
-    and nbgrader's HTML show feedback in, which do not wrap by themselves and cut a long line off."""
-    return "\n".join("\n".join(textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False)) or line
-                     for line in text.split("\n"))
+def wrapped(text: str, width: int = LINE) -> str:
+    """``text`` wrapped at words (``public.feedback.wrapped``) to the width a check's feedback has under it."""
+    from ..public import feedback  # here: it imports torch, which `grade` must not before its fork server starts
+
+    return feedback.wrapped(text, width)
 
 
 def render_table(results, seconds, verbose=False, color=False):

@@ -281,15 +281,13 @@ def load_config(path=None, folder=None) -> CourseConfig:
 
 
 def read_config(path: Path) -> CourseConfig:
-    # Imported here: the Gradescope zip ships its configuration as JSON and runs on Python 3.10
-    # (Ubuntu 22.04) without tomli, which only a TOML file needs.
+    # Imported here: only a TOML file needs it (the Gradescope zip ships its configuration as JSON), and
+    # on Python 3.10 it needs tomli, which an environment built by hand may lack.
+    from ..common import toml
+
     try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = toml.loads(path.read_text(encoding="utf-8"))
+    except (toml.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not a valid TOML file ({exc})") from None
     return from_data(data, path.resolve())
 

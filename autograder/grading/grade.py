@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +17,7 @@ from ..intake.review import review
 from ..intake.submission import opened
 from ..public.feedback import is_error_record
 from ..sandbox.protocol import Task
-from ..sandbox.runner import PYTHON, TASK_TIMEOUT_S, run_tasks, worst_case_s
+from ..sandbox.runner import TASK_TIMEOUT_S, run_tasks, shortfall, worst_case_s
 from ..sandbox.workspace import bindings_out_of_reach, children_own_root
 from .config import CourseConfig, given_code
 from .forms import expected_form, misfit, student_error
@@ -40,6 +41,18 @@ def plan(checks, devices):
             if d in devices and Task("probe", c.probe, d) not in tasks:
                 tasks.append(Task("probe", c.probe, d))
     return tasks
+
+
+def counted(progress, total):
+    """The runner's ``progress(task)`` as ``progress(done, total, stage)``: each task counted once (the
+    import tasks run in both children where the race runs beside the rest), one call at a time."""
+    done, lock = set(), threading.Lock()
+
+    def told(task):
+        with lock:
+            done.add(task)
+            progress(len(done), total, STAGE_OF[task.name] if task.kind == "import" else int(task.stage[1:]))
+    return told
 
 
 def races_in(tasks):
@@ -126,7 +139,8 @@ def _failed(record) -> Verdict:
     return Verdict(FAILED, described(record), cause=cause_of(record))
 
 
-def grade(submission, stages=None, devices=None, timeout_s=None, server=None, config=None, pictures=None):
+def grade(submission, stages=None, devices=None, timeout_s=None, server=None, config=None, pictures=None,
+          progress=None):
     """Grade ``submission`` (a path: see ``intake.submission``), in children forked by ``server``
     (a ``ForkServer``; by default one of its own). ``stages`` default to the stages the course
     teaches (``config``, a ``CourseConfig``; by default every stage), and of a notebook
@@ -136,6 +150,9 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
     ``pictures``: also draw the student's observations (``grading.pictures``): ``"all"`` (a report),
     or ``"failed"``: only those of probes with a failed check, all that feedback shows (grade-all,
     Gradescope, nbgrader), so that a class of passing submissions draws nothing.
+
+    ``progress(done, total, stage)``: told as each of the grading's ``total`` tasks is done, with the
+    stage it belongs to (from one thread at a time).
 
     Raises SubmissionError when the submission cannot be graded at all, GradingError when the
     grader itself failed."""
@@ -160,7 +177,8 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
             reviewed = beside.submit(review, code)
             tasks = plan(checks, devices)
             run = run_plan(sub, tasks, timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
-                           required=config.require_isolation, threads=config.threads)
+                           required=config.require_isolation, threads=config.threads,
+                           progress=counted(progress, len(tasks)) if progress else None)
         flagged = reviewed.result()
     _warn_once(run.isolation)
     results, errors, drawn = [], [], {}
@@ -170,11 +188,22 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
             verdicts = {d: judge(c, run.observations.get(Task("probe", c.probe, d)), golden.get(c.probe), d)
                         for d in ran}
             errors += [(c.id, d, v.trace) for d, v in verdicts.items() if v.status == ERROR]
-            results.append(combine(c, verdicts, [d for d in c.devices if d not in devices]))
+            results.append(combine(c, verdicts))
         if pictures:
             failed = {c.probe for c, r in zip(checks, results) if not r.passed}
             drawn = draw_all([c for c in checks if pictures == "all" or c.probe in failed], run.observations)
-    return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, sub.notes, drawn, flagged)
+    missing = missing_devices_note(checks, devices)
+    notes = sub.notes + [missing] * bool(missing)
+    return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, notes, drawn, flagged)
+
+
+def missing_devices_note(checks, devices) -> str:
+    """Said once for a grading, not in every check's feedback: the devices some checks would also run on,
+    which this machine lacks ("" where none is missing)."""
+    missing = sorted({d for c in checks for d in c.devices if d not in devices and set(c.devices) & devices})
+    return (f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not available here: the checks that "
+            f"also run on {' and '.join(missing)} where {'it is' if len(missing) == 1 else 'they are'} ran on "
+            f"{', '.join(sorted(devices & {d for c in checks for d in c.devices}))} alone") if missing else ""
 
 
 @contextmanager
@@ -215,7 +244,7 @@ def draw_all(checks, observations) -> dict:
     return {probe: found for probe, found in drawn.items() if found}
 
 
-def combine(check, verdicts, skipped):
+def combine(check, verdicts):
     """One result from the verdicts of every device the check ran on: it passes when all passed, and
     fails when the student's code failed on any. A grader error decides it only when nothing failed:
     then the outcome is unknown, and the check is the grader's to grade again."""
@@ -235,9 +264,9 @@ def combine(check, verdicts, skipped):
     elif any(v.status == ERROR for v in verdicts.values()):
         status, lines, cause = ERROR, [GRADER_ERROR], Cause.GRADER
     else:
-        # Where it was checked, always: the same code can pass on one device and fail on another.
-        missing = f"; {', '.join(skipped)} not available" if skipped else ""
-        status, lines, cause = PASSED, [f"passed (checked on {', '.join(measured)}{missing})"] + notes, None
+        # Where it was checked, always: the same code can pass on one device and fail on another. A device
+        # this machine lacks is said once for the grading (``missing_devices_note``), not here.
+        status, lines, cause = PASSED, [f"passed (checked on {', '.join(measured)})"] + notes, None
     values = {k: v for verdict in verdicts.values() if verdict.status == PASSED for k, v in verdict.values.items()}
     return CheckResult(check.id, check.stage, check.title, check.points, status, clean("\n".join(lines)),
                        check.visibility, values if status == PASSED else {},
@@ -264,9 +293,9 @@ _warned: set[str] = set()  # what was said already: each warning once per proces
 
 
 def _warn_once(isolation):
-    """Say on stderr, once per process, when graded code was confined in Python alone, or when the
-    kernel left any of its resources to Python: every command that grades (grade, grade-all, the
-    Gradescope runner, nbgrader import, the pytest plugin) says so; and when a layer's Python bindings
+    """Say on stderr, once per process, when graded code went without any of the kit's kernel layers, or
+    a resource was held by no kernel layer (``shortfall``): every command that grades (grade, grade-all,
+    the Gradescope runner, nbgrader import, the pytest plugin) says so; and when a layer's Python bindings
     are installed where graded code cannot import them (``bindings_out_of_reach``)."""
     for name, where in bindings_out_of_reach().items():
         if name not in _warned:
@@ -274,16 +303,8 @@ def _warn_once(isolation):
             print(f"attention-lab: warning: {name} is installed in {where}, which graded code does not import "
                   "from (only Python's own environment): its layer is missing in the child. Install it into "
                   "the environment of this Python.", file=sys.stderr)
-    if isolation.get("files") == PYTHON:
-        if "files" not in _warned:
-            _warned.add("files")
-            print("attention-lab: warning: graded code was not confined by the kernel here: "
-                  f"{isolation['filesystem']}. "
-                  "docs/security.md says what is then open; --require-isolation stops instead.", file=sys.stderr)
-        return
-    weak = tuple(isolation.get("not_kernel") or ())
-    if weak and weak not in _warned:
-        _warned.add(weak)
-        print(f"attention-lab: warning: the kernel does not hold graded code's {', '.join(weak)} here "
-              f"({'; '.join(str(isolation.get(w)) for w in weak)}). docs/security.md says what is then open; "
-              "--require-isolation stops instead.", file=sys.stderr)
+    said = shortfall(isolation)
+    if said and said not in _warned:
+        _warned.add(said)
+        print(f"attention-lab: warning: {said}. docs/security.md says what is then open"
+              + ("; --require-isolation stops instead." if isolation.get("not_kernel") else "."), file=sys.stderr)

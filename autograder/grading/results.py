@@ -102,15 +102,17 @@ class Graded:
 
     def _extra(self, result, drawn) -> dict:
         """A test's ``extra_data``: a grader error's mark, why a check failed (``Cause``: the class
-        summary counts the untouched apart), and a failed check's pictures (SVG text), which the
-        Gradescope runner shows inline and nbgrader import under the grade cell."""
+        summary counts the untouched apart), and a failed check's pictures (SVG text, and what each shows
+        in words: its alt text), which the Gradescope runner shows inline and nbgrader import under the
+        grade cell."""
         extra: dict[str, object] = {"grader_error": True} if result.status == ERROR else {}
         if result.cause is not None:
             extra["cause"] = result.cause
         if self.isolation.get("files"):  # each check says what confined it: "kernel" or "python" (docs/security.md)
             extra["isolation"] = self.isolation["files"]
         if not result.passed and drawn.get(result.id):
-            extra["pictures"] = [{"kind": p.kind, "flagged": p.flagged, "svg": p.svg} for p in drawn[result.id]]
+            extra["pictures"] = [{"kind": p.kind, "flagged": p.flagged, "svg": p.svg, "alt": p.alt}
+                                 for p in drawn[result.id]]
         return extra
 
     def pictures_of(self) -> dict:

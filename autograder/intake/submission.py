@@ -141,6 +141,11 @@ def open_submission(path: str | os.PathLike[str]) -> Submission:
             return sub
     if package is None and not holds_modules(path):
         why = "".join(f" {r}." for r in refused)
+        students = _submissions_in(path)
+        if students:  # an instructor's folder of a class: the command for it is grade-all
+            raise SubmissionError(f"{path} holds {students} folders that each hold a submission, as a class does: "
+                                  f"grade the class with `attention-lab grade-all {path} --out grades.csv`, or one "
+                                  f"student with `attention-lab grade {path}/NAME`")
         raise SubmissionError(f"{path} has no attention_lab/ folder and no notebook of the course;{why} pass the "
                               "folder that holds attention_lab/ (a copy of assignments/ with your edits)",
                               f"no attention_lab/ folder, module file or notebook of the course was handed in.{why} "
@@ -148,6 +153,16 @@ def open_submission(path: str | os.PathLike[str]) -> Submission:
     sub = _from_package(path if package is None else package)  # the module files themselves, or the package
     sub.notes += [f"{r}; it was not read" for r in refused]
     return sub
+
+
+def _submissions_in(folder: Path, most: int = 1000) -> int:
+    """How many of ``folder``'s first ``most`` entries are folders that hold a submission (or hold one
+    further down, as nbgrader's ``submitted/<student>/<assignment>/`` does): 2 or more is a class."""
+    found = 0
+    for entry in sorted(folder.iterdir())[:most]:
+        if is_folder(entry) and (holds_code(_descend(entry)) or any(_descend(entry).glob("*.ipynb"))):
+            found += 1
+    return found if found >= 2 else 0
 
 
 def _descend(folder: Path, depth: int = 4) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import linecache
 import sys
+import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,19 @@ def _fmt(values: torch.Tensor) -> str:
 
 def _index(idx: Iterable[int]) -> str:
     return "[" + ", ".join(str(i) for i in idx) + "]"
+
+
+def wrapped(text: str, width: int, taken: int = 0) -> str:
+    """``text`` with each of its lines wrapped at words to ``width`` columns, the first line to
+    ``width - taken`` (``taken``: what stands before it on its line, such as ``AssertionError: ``). For the
+    places that show feedback as it is (nbgrader's and Gradescope's pages, nbgrader's Validate), which do not
+    wrap a long line but cut it off or run it past the page. A word longer than a line (a path) stays whole."""
+    lines = []
+    for i, line in enumerate(text.split("\n")):
+        pad = " " * taken if i == 0 else ""
+        parts = textwrap.wrap(line, width, initial_indent=pad, break_on_hyphens=False, break_long_words=False)
+        lines.append("\n".join(parts)[len(pad):] if parts else line)
+    return "\n".join(lines)
 
 
 def describe_mismatch(actual: object, expected: torch.Tensor, name: str, atol: float = 1e-4, rtol: float = 1e-4,

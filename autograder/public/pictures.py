@@ -28,14 +28,24 @@ RULE = "#555555"  # the outline of cells the rule forbids
 
 
 class Picture:
-    """An SVG picture with a title and a caption; notebooks show it inline (``_repr_svg_``)."""
+    """An SVG picture with a title and a caption, and ``alt``: what it shows, in words, for whoever cannot
+    see it (a screen reader reads it; the drawing itself is text a reader does not reach). Notebooks show
+    it inline as an ``<img>`` with that alt text (``_repr_mimebundle_``)."""
 
-    def __init__(self, svg: str, title: str = "", caption: str = "", kind: str = "", flagged: int = 0):
+    def __init__(self, svg: str, title: str = "", caption: str = "", kind: str = "", flagged: int = 0,
+                 alt: str = ""):
         self.svg, self.title, self.caption = svg, title, caption
         self.kind, self.flagged = kind, flagged  # what it shows ("leak", "weights", ...); cells in red
+        self.alt = alt or ". ".join(part for part in (title, caption) if part)
 
     def _repr_svg_(self) -> str:
         return self.svg
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """The picture as an ``<img>`` with its alt text first: nbconvert's pages (nbgrader's feedback among
+        them) show SVG output as an ``<img>`` with none. The SVG itself, and the alt text as plain text, for
+        whatever shows neither HTML nor pictures."""
+        return {"text/html": self.html(), "image/svg+xml": self.svg, "text/plain": self.alt}
 
     def data_uri(self) -> str:
         """The picture as an ``<img src=...>`` value: an HTML page or feedback holds it inline."""
@@ -44,7 +54,7 @@ class Picture:
     def html(self) -> str:
         """An ``<img>`` in a ``<figure>``; its caption is drawn in the picture, so it travels with it."""
         return (f'<figure class="picture" data-picture="{html.escape(self.kind, quote=True)}" '
-                f'data-flagged="{self.flagged}"><img alt="{html.escape(self.title, quote=True)}" '
+                f'data-flagged="{self.flagged}"><img alt="{html.escape(self.alt, quote=True)}" '
                 f'src="{self.data_uri()}"></figure>')
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -142,7 +152,9 @@ def heatmap(matrix: torch.Tensor | Sequence[Sequence[float]], rows: Sequence[str
         parts.append(_text(8, head + cell * n_rows + 16 + 14 * k, line, size=10, anchor="start", colour="#444"))
     parts.append("</svg>")
     red = int(torch.as_tensor(flagged, dtype=torch.bool).sum()) if flagged is not None else 0
-    return Picture("".join(parts), title, note, kind, red)
+    alt = (f"A heatmap of {title}: {n_rows} rows ({row_axis}) by {n_cols} columns ({col_axis})"
+           + (f", {red} cells in red" if red else "") + (f". {note}" if note else ""))
+    return Picture("".join(parts), title, note, kind, red, alt)
 
 
 MAX_SIDE = 48  # cells a heatmap draws across; a larger matrix is drawn in blocks (about 400 KB of SVG at most)
@@ -203,7 +215,10 @@ def bars(values: torch.Tensor | Sequence[float], labels: Sequence[str] | Sequenc
         parts.append(_text(8, head + tall + 44 + 14 * k, line, size=10, anchor="start", colour="#444"))
     parts.append("</svg>")
     red = sum(1 for x in v if not math.isfinite(x) or (limit is not None and abs(x) > limit))
-    return Picture("".join(parts), title, note, kind, red)
+    alt = (f"A bar chart of {title}: {len(v)} bars" + (f", one per {axis}" if axis else "")
+           + (f", {red} in red (above the limit of {limit:.2g})" if red and limit is not None else
+              f", {red} in red" if red else "") + (f". {note}" if note else ""))
+    return Picture("".join(parts), title, note, kind, red, alt)
 
 
 def listing(rows: Iterable[tuple[object, object]], title: str, yes: str, no: str, kind: str = "listing") -> Picture:
@@ -225,7 +240,8 @@ def listing(rows: Iterable[tuple[object, object]], title: str, yes: str, no: str
                   _text(28, y, name, anchor="start", family="monospace"),
                   _text(260, y, yes if ok else no, anchor="start", colour=colour)]
     parts.append("</svg>")
-    return Picture("".join(parts), title, kind=kind, flagged=flagged)
+    alt = f"A list of {title}: " + "; ".join(f"{name}: {yes if ok else no}" for name, ok in rows)
+    return Picture("".join(parts), title, kind=kind, flagged=flagged, alt=alt)
 
 
 def row_sum_problem(weights: torch.Tensor, rows: Sequence[str] | None = None) -> str | None:

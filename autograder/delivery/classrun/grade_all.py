@@ -27,6 +27,7 @@ import queue
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -41,7 +42,7 @@ from ...common.limits import MAX_SUBMISSION_FILES
 from ...paths import KIT_PACKAGE, runtime_files
 from ...common.regular_files import NotRegular, read_regular
 from ...sandbox.forkserver import ForkServer
-from ...sandbox.runner import TASK_TIMEOUT_S
+from ...sandbox.runner import TASK_TIMEOUT_S, shortfall
 from ..report import TEMPORARY, csv_cell, printable, write_atomically, write_json
 from .progress import Progress
 from .summary import histogram_png, item_analysis, item_analysis_png, text_summary
@@ -330,11 +331,12 @@ def _summarise(entries, records, stages, failed, out, config, log):
     regrade = [student for student in points if records[student].regrade]
     items = item_analysis([records[student] for student in points], config.checks(stages))
     flagged = [(printable(s), found) for s in points if (found := records[s].extra.get("flagged_for_review"))]
+    isolation = Counter(shortfall(held) for s in points if (held := records[s].extra.get("isolation")))
     text = text_summary(rows, out_of, {s: config.max_points(s) for s in stages},
                         problems=[printable(s) for s in sorted(failed)], regrade=[printable(s) for s in regrade],
-                        items=items, flagged=flagged)
+                        items=items, flagged=flagged, isolation=isolation)
     write_atomically(summary_path, text)
-    drawn, title = [], f"{len(rows)} students, stages {', '.join(map(str, stages))}"
+    drawn, not_drawn, title = [], [], f"{len(rows)} students, stages {', '.join(map(str, stages))}"
     for path, draw in ((picture, lambda tmp: histogram_png([total for _, total, _ in rows], out_of, tmp, title)),
                        (checks_picture, lambda tmp: item_analysis_png(items, len(rows), tmp))):
         tmp = path.with_name(TEMPORARY + path.name)
@@ -343,6 +345,9 @@ def _summarise(entries, records, stages, failed, out, config, log):
             os.chmod(tmp, 0o600)  # as private as the grades it draws (write_atomically's mode)
             os.replace(tmp, path)
             drawn.append(str(path))
+        else:
+            path.unlink(missing_ok=True)  # an earlier run's picture would no longer be this class's
+            not_drawn.append(f"{path.name}: {why_not}")
     print(text, end="")
     log(f"wrote {out}, {summary_path}" + "".join(f", {p}" for p in drawn)
-        + ("" if len(drawn) == 2 else f" (no pictures: {why_not})"))
+        + (f" (not drawn: {'; '.join(not_drawn)})" if not_drawn else ""))

@@ -83,11 +83,13 @@ def _items_text(items, most=15):
     return lines
 
 
-def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=(), flagged=()):
+def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=(), flagged=(), isolation=None):
     """``rows``: (student, total, {stage: points}) of every graded student; ``problems``: the students
     the grader failed on; ``regrade``: those graded but with checks the grader failed on; ``items``:
     the item analysis (``item_analysis``); ``flagged``: (student, findings) of those whose code
-    reaches for the interpreter's internals (``intake.review``)."""
+    reaches for the interpreter's internals (``intake.review``); ``isolation``: {what the gradings' children
+    lacked of the kit's layers (``runner.shortfall``), None for nothing: how many gradings}, said last,
+    where the instructor's eye ends up."""
     if not rows:
         return "no student was graded\n"
     totals = [total for _, total, _ in rows]
@@ -123,7 +125,18 @@ def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=(), fla
                          for student, found in flagged]
     if items:
         lines += _items_text(items)
+    if isolation:
+        lines += [""] + _isolation_text(isolation)
     return "\n".join(lines) + "\n"
+
+
+def _isolation_text(isolation):
+    """One line when every grading was held by every layer the kit has; else one loud line for each way
+    the gradings fell short, with how many of them did."""
+    total = sum(isolation.values())
+    if set(isolation) == {None}:
+        return [f"isolation: every grading ({total}) held by every layer the kit has"]
+    return [f"isolation: WARNING ({n} of {total} gradings): {said}" for said, n in isolation.items() if said]
 
 
 def histogram_png(totals, out_of, path, title):
@@ -156,6 +169,12 @@ def histogram_png(totals, out_of, path, title):
     return None
 
 
+def charted(items, most=25):
+    """The checks the chart of failures shows: at most ``most`` of those some student failed, most failed
+    first (``items``' order). A check no one failed is no bar (a class of three drew 17 bars of "0/1")."""
+    return [i for i in items if i.failed][:most]
+
+
 def item_analysis_png(items, students, path, most=25):
     """The checks most failed as bars (share of the students who failed each), to ``path``. Returns
     None, or why no picture was drawn."""
@@ -166,7 +185,9 @@ def item_analysis_png(items, students, path, most=25):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    shown = [i for i in items if i.tried][:most]
+    shown = charted(items, most)
+    if not shown:
+        return "no student failed a check they tried"
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.32 * max(1, len(shown))), dpi=100)
     labels = [f"{i.check.id}" for i in shown]
     ax.barh(range(len(shown)), [100 * i.rate for i in shown], color="#c44e52")

@@ -37,18 +37,20 @@ def check(check_id: str, folder: str = ".") -> tuple[bool, str]:
             result = results[check_id]
         except GradingError as exc:
             return False, f"the grader itself failed, not your code: {exc}"
+    from ..report import wrapped  # nbconvert's <pre> does not wrap: a long line would run past the page
+
     if result.passed:
         measured = result.feedback.partition("\n")[2]  # what a passing check measured, such as a speed ratio
-        print(f"passed: {found.title} ({found.points} of {found.points})" + (f"\n{measured}" if measured else ""))
+        said = f"passed: {found.title} ({found.points} of {found.points})"
+        print(wrapped(f"{said}\n{measured}" if measured else said))
     else:
         _show(pictures.get(check_id, []))
-    from ..report import wrapped
-
-    return result.passed, wrapped(f"{found.title}: {result.feedback}")  # nbconvert's <pre> does not wrap
+    return result.passed, wrapped(f"{found.title}: {result.feedback}")
 
 
 def _show(drawn):
-    """A failed check's pictures, displayed in the cell (and so in nbgrader's feedback HTML)."""
+    """A failed check's pictures, displayed in the cell (and so in nbgrader's feedback HTML), each an
+    ``<img>`` with alt text that says what it shows (``Picture._repr_mimebundle_``)."""
     if drawn:
         try:
             from IPython.display import display

@@ -1,6 +1,7 @@
-"""Which preprocessors nbgrader runs for the kit, named once: the course's ``nbgrader_config.py``
-and ``attention-lab nbgrader import`` both use them. Names only, so that reading them needs no
-nbgrader (``nbgrader init`` writes a course without it)."""
+"""Which preprocessors nbgrader runs for the kit, and which cells of the course's notebooks run the
+public checks, named once: the course (its notebooks, its ``nbgrader_config.py``) and ``attention-lab
+nbgrader import`` both use them. Names only, so that reading them needs no nbgrader (``nbgrader init``
+writes a course without it)."""
 
 QUIET_OVERWRITE = "autograder.delivery.nbgrader.preprocessors.OverwriteCellsQuietly"
 TRUSTED_OUTPUTS = "autograder.delivery.nbgrader.preprocessors.TrustedOutputs"
@@ -23,3 +24,12 @@ AUTOGRADE = [TRUSTED_OUTPUTS, "nbgrader.preprocessors.IgnorePattern",
              "nbgrader.preprocessors.CheckCellMetadata"]
 
 RECORDS = "ATTENTION_LAB_RECORDS"  # where TrustedOutputs finds grade-all's records of the students imported
+
+# A notebook's cells that run one public check each (0 points: public/selfchecks.py) are "public-<module>-<n>";
+# a check's own grade cell is named after the check ("s3-causal-no_leak"), which starts with its stage, so the
+# two never meet. Courses of earlier kits ran the public checks in one cell, "<module>-selfcheck".
+PUBLIC_CELL = "public-{module}-{n}"
+
+
+def runs_public_checks(grade_id: str) -> bool:
+    return grade_id.startswith("public-") or grade_id.endswith("-selfcheck")

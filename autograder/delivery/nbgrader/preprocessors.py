@@ -29,11 +29,12 @@ from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 
 from ...common.markers import strip_solutions
+from ...public.pictures import Picture
 from ..report import wrapped
-from .pipelines import RECORDS
+from .pipelines import RECORDS, runs_public_checks
 
-NOT_RUN = ("Not run here: this notebook's grades were imported from attention-lab's isolated grader, which ran "
-           "the graded checks below in a sandbox. Run this cell yourself to see the public checks.\n")
+NOT_RUN = wrapped("Not run here: this notebook's grades were imported from attention-lab's isolated grader, which "
+                  "ran the graded checks below in a sandbox. Run this cell yourself to see the public checks.") + "\n"
 
 
 def check_id(grade_id: str) -> str:
@@ -59,11 +60,11 @@ class TrustedOutputs(NbGraderPreprocessor):
         if cell.cell_type != "code":
             return cell, resources
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-        if grade_id.endswith("-selfcheck"):
+        if runs_public_checks(grade_id):  # worth 0 points, and autograde does not run them either
             cell.outputs = [new_output("stream", name="stdout", text=NOT_RUN)]
         elif utils.is_solution(cell):
             about = [n for n in self.notes if n.startswith(f"attention_lab/{grade_id.removesuffix('-code')}.py ")]
-            cell.outputs = [new_output("stream", name="stdout", text="\n".join(about) + "\n")] if about else []
+            cell.outputs = [new_output("stream", name="stdout", text=wrapped("\n".join(about)) + "\n")] if about else []
         elif utils.is_grade(cell):
             cell.outputs = self._verdict(check_id(grade_id))
         return cell, resources
@@ -74,10 +75,11 @@ class TrustedOutputs(NbGraderPreprocessor):
             return [_error("NotGraded", f"this check was not graded: {self.whole or 'no record of it'}")]
         if test.get("status") == "passed":
             measured = test["output"].partition("\n")[2]  # what a passing check measured, such as a speed
-            return [new_output("stream", name="stdout", text=f"passed ({test['score']} of {test['max_score']})"
-                               + (f"\n{measured}" if measured else "") + "\n")]
-        shown = [new_output("display_data", data={"image/svg+xml": p["svg"], "text/plain": "a picture of your output"})
-                 for p in test.get("extra_data", {}).get("pictures", [])]  # nbconvert's feedback HTML inlines them
+            said = f"passed ({test['score']} of {test['max_score']})" + (f"\n{measured}" if measured else "")
+            return [new_output("stream", name="stdout", text=wrapped(said) + "\n")]
+        # shown as the kernel shows a Picture: an <img> with alt text, which nbconvert's page of SVG alone lacks
+        shown = [new_output("display_data", data=Picture(p["svg"], test["name"], alt=p.get("alt", ""))
+                            ._repr_mimebundle_()) for p in test.get("extra_data", {}).get("pictures", [])]
         return shown + [_error("AssertionError",
                                wrapped(f"{test['name'].partition(': ')[2] or test['name']}: {test['output']}"))]
 
