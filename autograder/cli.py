@@ -48,7 +48,7 @@ def main(argv=None):
     a.add_argument("submissions", metavar="SUBMISSIONS_DIR",
                    help="one folder, .zip or .ipynb per student (nbgrader's submitted/ works as it is)")
     a.add_argument("--out", required=True, metavar="CSV",
-                   help="the class CSV; the score summary goes beside it, as CSV's name with .txt and .png")
+                   help="the class CSV; the score summary goes beside it, as CSV's name with .txt and .svg")
     a.add_argument("--json-dir", metavar="DIR", help="one results.json per student, the record of what is done "
                    "(default: beside the CSV, its name with -results)")
     a.add_argument("--jobs", "-j", type=int, metavar="N",

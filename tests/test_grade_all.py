@@ -1,6 +1,7 @@
 """``attention-lab grade-all``: a class graded in one go equals one killed with ``kill -9`` and resumed."""
 import csv
 import json
+from xml.etree import ElementTree
 import os
 import shutil
 import signal
@@ -14,7 +15,7 @@ import pytest
 from autograder.delivery.classrun import grade_all as grade_all_module
 from autograder.delivery.classrun.grade_all import csv_text, discover, grade_all
 from autograder.delivery.classrun.progress import Progress
-from autograder.delivery.classrun.summary import bins, charted, item_analysis, text_summary
+from autograder.delivery.classrun.summary import bins, charted, failures, histogram, item_analysis, text_summary
 from autograder.errors import GradingError, UsageError
 from autograder.grading.registry import max_points
 from autograder.sandbox.linux import proc_stat
@@ -122,9 +123,10 @@ def test_a_class_killed_twice_and_resumed_gives_the_csv_of_one_uninterrupted_run
     assert by_name["ivy"][1] == "0" and "no attention_lab/ folder" in by_name["ivy"][-1]
     assert "left out (not a folder, .zip or .ipynb): README.txt" in stderr
     assert "9 students graded" in stdout
-    assert (straight.parent / "grades.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (straight.parent / "grades.txt").read_text() == stdout
-    assert (straight.parent / "grades-checks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for picture in ("grades.svg", "grades-checks.svg"):  # well-formed SVG, as a browser parses it
+        assert ElementTree.parse(straight.parent / picture).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+    assert "s3.causal.no_leak" in (straight.parent / "grades-checks.svg").read_text()
     written = [*straight.parent.glob("grades*.*"), *(straight.parent / "grades-results").glob("*.json")]
     assert len(written) == 4 + 9 and {p.stat().st_mode & 0o777 for p in written} == {0o600}  # as the docs say
     # gus's hang is the one failure among the six who wrote stage 3; bob and cy never wrote it
@@ -261,6 +263,21 @@ def test_item_analysis_counts_failures_among_those_who_tried_and_names_the_commo
     # The chart of failures draws a bar for a check someone failed, and none for one no one did.
     passed_by_all = item_analysis([record((second, "passed", ""))] * 3, [second])
     assert charted(items) == items and charted(passed_by_all) == [] and len(charted(items, most=1)) == 1
+    chart = failures(items, 6)
+    assert chart.svg.count("<rect") == 1 + 2 and f"{first.id} failed by 4 of 4" in chart.alt  # white, then a bar each
+    assert failures(passed_by_all, 3) == "no student failed a check they tried"
+
+
+def test_the_histogram_draws_a_bar_per_bin_with_its_count_and_says_it_in_words():
+    totals = [0, 3, 3, 86, 86, 86, 40]
+    picture = histogram(totals, 86, "7 students, stages 1")
+    counts, edges = bins(totals, 86)
+    assert picture.svg.count("<rect") == 1 + len(counts)  # the white ground, then one bar per bin
+    assert ElementTree.fromstring(picture.svg).tag == "{http://www.w3.org/2000/svg}svg"
+    assert "3 from 0 to 9" in picture.alt and "3 from 81 to 86" in picture.alt and "mean 43.4" in picture.alt
+    hostile = histogram([1], 11, "<script>alert(1)</script> & co")  # a title is text, never markup
+    assert "<script>" not in hostile.svg and "&lt;script&gt;" in hostile.svg
+    assert "no student" in histogram([], 11, "nobody").alt
 
 
 def test_progress_shows_count_rate_and_time_left():

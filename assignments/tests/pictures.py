@@ -79,7 +79,7 @@ def _colour(v: float) -> str:
     return "#" + "".join(f"{round(a + (b - a) * v):02x}" for a, b in zip(low, high))
 
 
-def _wrapped(text: str, width_px: float, size: float = 10) -> list[str]:
+def lines_within(text: str, width_px: float, size: float = 10) -> list[str]:
     """``text`` in lines that fit ``width_px`` (about 0.55 em per character)."""
     most, lines, line = max(20, int(width_px / (0.55 * size))), [], ""
     for word in text.split():
@@ -91,8 +91,9 @@ def _wrapped(text: str, width_px: float, size: float = 10) -> list[str]:
     return lines + ([line] if line else [])
 
 
-def _text(x: float, y: float, s: object, size: float = 11, anchor: str = "middle", colour: str = "#222",
-          rotate: float | None = None, weight: str = "normal", family: str = "sans-serif") -> str:
+def svg_text(x: float, y: float, s: object, size: float = 11, anchor: str = "middle", colour: str = "#222",
+             rotate: float | None = None, weight: str = "normal", family: str = "sans-serif") -> str:
+    """An SVG ``<text>`` element, ``s`` escaped (a student's name or a check's feedback is never markup)."""
     turn = f' transform="rotate({rotate} {x:.1f} {y:.1f})"' if rotate is not None else ""
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{colour}" '
             f'font-weight="{weight}" font-family="{family}"{turn}>{html.escape(str(s))}</text>')
@@ -120,17 +121,17 @@ def heatmap(matrix: torch.Tensor | Sequence[Sequence[float]], rows: Sequence[str
     left = 12 + 7 * max(len(r) for r in rows) if cell >= 20 else 30
     head = 40 + (7 * max(len(c) for c in cols) if cell >= 20 else 16)
     width = max(left + cell * n_cols + 16, 16 + 7.5 * len(title), 260)
-    note_lines = _wrapped(note, width - 16) if note else []
+    note_lines = lines_within(note, width - 16) if note else []
     height = head + cell * n_rows + 18 + 14 * len(note_lines)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
              f'viewBox="0 0 {width:.0f} {height}">', f'<rect width="{width:.0f}" height="{height}" fill="white"/>',
-             _text(8, 16, title, size=13, anchor="start", weight="bold")]
+             svg_text(8, 16, title, size=13, anchor="start", weight="bold")]
     for j, c in enumerate(cols if cell >= 20 else []):
         x = left + cell * j + cell / 2
-        parts.append(_text(x, head - 6, c, anchor="start", rotate=-45))
+        parts.append(svg_text(x, head - 6, c, anchor="start", rotate=-45))
     for i, r in enumerate(rows if cell >= 20 else []):
-        parts.append(_text(left - 6, head + cell * i + cell / 2 + 4, r, anchor="end"))
-    parts.append(_text(8, 30, f"rows: {row_axis} \u2193   columns: {col_axis} \u2192", size=9, anchor="start",
+        parts.append(svg_text(left - 6, head + cell * i + cell / 2 + 4, r, anchor="end"))
+    parts.append(svg_text(8, 30, f"rows: {row_axis} \u2193   columns: {col_axis} \u2192", size=9, anchor="start",
                        colour="#666"))
     for i in range(n_rows):
         for j in range(n_cols):
@@ -140,7 +141,7 @@ def heatmap(matrix: torch.Tensor | Sequence[Sequence[float]], rows: Sequence[str
             parts.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}" stroke="#eee"/>')
             if cell >= 28:
                 shown = f"{v:.2f}" if math.isfinite(v) else str(v)
-                parts.append(_text(x + cell / 2, y + cell / 2 + 4, shown, size=9,
+                parts.append(svg_text(x + cell / 2, y + cell / 2 + 4, shown, size=9,
                                    colour="white" if math.isfinite(v) and abs(v) / top > 0.55 else "#222"))
     for mask, colour, width_px, dash in ((forbidden, RULE, 1.2, ' stroke-dasharray="3 2"'), (flagged, FLAG, 3, "")):
         if mask is None:
@@ -150,7 +151,7 @@ def heatmap(matrix: torch.Tensor | Sequence[Sequence[float]], rows: Sequence[str
             parts.append(f'<rect x="{left + cell * j + 1.5}" y="{head + cell * i + 1.5}" width="{cell - 3}" '
                          f'height="{cell - 3}" fill="none" stroke="{colour}" stroke-width="{width_px}"{dash}/>')
     for k, line in enumerate(note_lines):
-        parts.append(_text(8, head + cell * n_rows + 16 + 14 * k, line, size=10, anchor="start", colour="#444"))
+        parts.append(svg_text(8, head + cell * n_rows + 16 + 14 * k, line, size=10, anchor="start", colour="#444"))
     parts.append("</svg>")
     red = int(torch.as_tensor(flagged, dtype=torch.bool).sum()) if flagged is not None else 0
     alt = (f"A heatmap of {title}: {n_rows} rows ({row_axis}) by {n_cols} columns ({col_axis})"
@@ -191,29 +192,29 @@ def bars(values: torch.Tensor | Sequence[float], labels: Sequence[str] | Sequenc
     top = max([abs(x) for x in v if math.isfinite(x)] + [limit or 0.0, 1e-12])
     bar, left, head, tall = 26, 50, 28, 140
     width = max(left + bar * len(v) + 16, 16 + 7.5 * len(title), 300)
-    note_lines = _wrapped(note, width - 16) if note else []
+    note_lines = lines_within(note, width - 16) if note else []
     height = head + tall + 40 + 14 * len(note_lines)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
              f'viewBox="0 0 {width:.0f} {height}">', f'<rect width="{width:.0f}" height="{height}" fill="white"/>',
-             _text(8, 16, title, size=13, anchor="start", weight="bold"),
+             svg_text(8, 16, title, size=13, anchor="start", weight="bold"),
              f'<line x1="{left}" y1="{head + tall}" x2="{width - 10:.0f}" y2="{head + tall}" stroke="#888"/>',
-             _text(left - 4, head + 8, f"{top:.2g}", size=9, anchor="end"),
-             _text(left - 4, head + tall, "0", size=9, anchor="end")]
+             svg_text(left - 4, head + 8, f"{top:.2g}", size=9, anchor="end"),
+             svg_text(left - 4, head + tall, "0", size=9, anchor="end")]
     for k, (x, label) in enumerate(zip(v, labels)):
         h = tall * min(abs(x) / top, 1.0) if math.isfinite(x) else tall
         bad = not math.isfinite(x) or (limit is not None and abs(x) > limit)
         parts.append(f'<rect x="{left + bar * k + 3}" y="{head + tall - h:.1f}" width="{bar - 6}" height="{h:.1f}" '
                      f'fill="{FLAG if bad else "#4c78a8"}"/>')
-        parts.append(_text(left + bar * k + bar / 2, head + tall + 14, label, size=9))
+        parts.append(svg_text(left + bar * k + bar / 2, head + tall + 14, label, size=9))
     if limit is not None:
         y = head + tall - tall * min(limit / top, 1.0)
         parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - 10:.0f}" y2="{y:.1f}" stroke="{RULE}" '
                      'stroke-dasharray="4 3"/>')
-        parts.append(_text(width - 12, y - 3, f"limit {limit:.2g}", size=9, anchor="end", colour=RULE))
+        parts.append(svg_text(width - 12, y - 3, f"limit {limit:.2g}", size=9, anchor="end", colour=RULE))
     if axis:
-        parts.append(_text(left, head + tall + 30, axis, size=10, anchor="start", colour="#444"))
+        parts.append(svg_text(left, head + tall + 30, axis, size=10, anchor="start", colour="#444"))
     for k, line in enumerate(note_lines):
-        parts.append(_text(8, head + tall + 44 + 14 * k, line, size=10, anchor="start", colour="#444"))
+        parts.append(svg_text(8, head + tall + 44 + 14 * k, line, size=10, anchor="start", colour="#444"))
     parts.append("</svg>")
     red = sum(1 for x in v if not math.isfinite(x) or (limit is not None and abs(x) > limit))
     alt = (f"A bar chart of {title}: {len(v)} bars" + (f", one per {axis}" if axis else "")
@@ -233,13 +234,13 @@ def listing(rows: Iterable[tuple[object, object]], title: str, yes: str, no: str
     height = 30 + 18 * len(rows)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="420" height="{height}" viewBox="0 0 420 {height}">',
              f'<rect width="420" height="{height}" fill="white"/>',
-             _text(8, 16, title, size=13, anchor="start", weight="bold")]
+             svg_text(8, 16, title, size=13, anchor="start", weight="bold")]
     for i, (name, ok) in enumerate(rows):
         y = 36 + 18 * i
         colour = "#2ca02c" if ok else FLAG
         parts += [f'<circle cx="16" cy="{y - 4}" r="5" fill="{colour}"/>',
-                  _text(28, y, name, anchor="start", family="monospace"),
-                  _text(260, y, yes if ok else no, anchor="start", colour=colour)]
+                  svg_text(28, y, name, anchor="start", family="monospace"),
+                  svg_text(260, y, yes if ok else no, anchor="start", colour=colour)]
     parts.append("</svg>")
     alt = f"A list of {title}: " + "; ".join(f"{name}: {yes if ok else no}" for name, ok in rows)
     return Picture("".join(parts), title, kind=kind, flagged=flagged, alt=alt)

@@ -45,7 +45,7 @@ from ...sandbox.forkserver import ForkServer
 from ...sandbox.runner import TASK_TIMEOUT_S, shortfall
 from ..report import TEMPORARY, csv_cell, printable, write_atomically, write_json
 from .progress import Progress
-from .summary import histogram_png, item_analysis, item_analysis_png, text_summary
+from .summary import failures, histogram, item_analysis, text_summary
 
 SUFFIXES = (".zip", ".ipynb")
 MAX_NAME_BYTES = 240  # a student's folder name, so that <name>.json and its temporary file fit in 255
@@ -320,7 +320,7 @@ def _worker(work, done, meta, timeout_s, threads, config):
 
 def summary_files(out: Path) -> list[Path]:
     """What is written beside the CSV: the summary as text, the score histogram, the checks most failed."""
-    return [out.with_suffix(".txt"), out.with_suffix(".png"), out.with_name(out.stem + "-checks.png")]
+    return [out.with_suffix(".txt"), out.with_suffix(".svg"), out.with_name(out.stem + "-checks.svg")]
 
 
 def _summarise(entries, records, stages, failed, out, config, log):
@@ -337,17 +337,14 @@ def _summarise(entries, records, stages, failed, out, config, log):
                         items=items, flagged=flagged, isolation=isolation)
     write_atomically(summary_path, text)
     drawn, not_drawn, title = [], [], f"{len(rows)} students, stages {', '.join(map(str, stages))}"
-    for path, draw in ((picture, lambda tmp: histogram_png([total for _, total, _ in rows], out_of, tmp, title)),
-                       (checks_picture, lambda tmp: item_analysis_png(items, len(rows), tmp))):
-        tmp = path.with_name(TEMPORARY + path.name)
-        why_not = draw(tmp)
-        if why_not is None:
-            os.chmod(tmp, 0o600)  # as private as the grades it draws (write_atomically's mode)
-            os.replace(tmp, path)
-            drawn.append(str(path))
-        else:
+    for path, drawn_or_why in ((picture, histogram([total for _, total, _ in rows], out_of, title)),
+                               (checks_picture, failures(items, len(rows)))):
+        if isinstance(drawn_or_why, str):
             path.unlink(missing_ok=True)  # an earlier run's picture would no longer be this class's
-            not_drawn.append(f"{path.name}: {why_not}")
+            not_drawn.append(f"{path.name}: {drawn_or_why}")
+        else:
+            write_atomically(path, drawn_or_why.svg)  # as private as the grades it draws
+            drawn.append(str(path))
     print(text, end="")
     log(f"wrote {out}, {summary_path}" + "".join(f", {p}" for p in drawn)
         + (f" (not drawn: {'; '.join(not_drawn)})" if not_drawn else ""))

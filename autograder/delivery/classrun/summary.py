@@ -1,5 +1,6 @@
 """A class's results at a glance: the score distribution and the checks most failed (item
-analysis), as text and as pictures (PNG)."""
+analysis), as text and as pictures (SVG, drawn as the students' own pictures are: no plotting library
+to install, and a browser opens them)."""
 from __future__ import annotations
 
 import statistics
@@ -7,10 +8,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...curriculum import STAGES
+from ...public.pictures import Picture, svg_text
 from ...grading.registry import Check
 from ...grading.results import Cause
 
 BINS = 10
+BAR, MARK = "#4c78a8", "#c44e52"  # the pictures' blue (public.pictures) and the red of what went wrong
 
 
 def bins(totals, out_of):
@@ -139,34 +142,49 @@ def _isolation_text(isolation):
     return [f"isolation: WARNING ({n} of {total} gradings): {said}" for said, n in isolation.items() if said]
 
 
-def histogram_png(totals, out_of, path, title):
-    """Draw the histogram to ``path``. Returns None, or why no picture was drawn."""
-    try:
-        import matplotlib
-    except ImportError:
-        return "matplotlib is not installed (pip install 'attention-lab[class]')"
-    matplotlib.use("Agg")  # files only: no display needed
-    from matplotlib import pyplot as plt
-
+def histogram(totals, out_of, title) -> Picture:
+    """The score distribution as bars of ``bins``, the mean and the median as dashed lines."""
     counts, edges = bins(totals, out_of)
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-    ax.bar(edges[:-1], counts, width=[b - a for a, b in zip(edges, edges[1:])], align="edge",
-           color="#4c72b0", edgecolor="white")
+    left, head, wide, tall = 56, 34, 560, 220
+    peak = max(counts + [1])
+    x = [left + wide * e / max(out_of, 1) for e in edges]
+    parts = [svg_text(8, 18, title, size=13, anchor="start", weight="bold"),
+             f'<line x1="{left}" y1="{head + tall}" x2="{left + wide}" y2="{head + tall}" stroke="#888"/>',
+             svg_text(left - 6, head + 8, peak, size=10, anchor="end"),
+             svg_text(left - 6, head + tall, 0, size=10, anchor="end"),
+             svg_text(18, head + tall / 2, "students", size=11, rotate=-90),
+             svg_text(left + wide / 2, head + tall + 36, f"total points (out of {out_of})", size=11)]
+    for n, a, b in zip(counts, x, x[1:]):
+        h = tall * n / peak
+        parts.append(f'<rect x="{a + 1:.1f}" y="{head + tall - h:.1f}" width="{b - a - 2:.1f}" height="{h:.1f}" '
+                     f'fill="{BAR}"/>')
+        if n:
+            parts.append(svg_text((a + b) / 2, head + tall - h - 4, n, size=10))
+    for a, edge in zip(x, edges):
+        parts.append(svg_text(a, head + tall + 16, edge, size=10))
+    said = []
     if totals:
-        for value, style, label in ((statistics.mean(totals), "--", "mean"),
-                                    (statistics.median(totals), ":", "median")):
-            ax.axvline(value, color="#c44e52", linestyle=style, label=f"{label} {value:.1f}")
-        ax.legend(loc="upper center")
-    ax.set_xlim(0, out_of)
-    ax.set_xticks(edges)
-    ax.set_xlabel(f"total points (out of {out_of})")
-    ax.set_ylabel("students")
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return None
+        for k, (name, value, dashes) in enumerate((("mean", statistics.mean(totals), "6 4"),
+                                                   ("median", statistics.median(totals), "2 3"))):
+            at = left + wide * value / max(out_of, 1)
+            key = left + wide - 200 + 110 * k  # the legend, right of the title: a stroke, then its words
+            parts += [f'<line x1="{at:.1f}" y1="{head}" x2="{at:.1f}" y2="{head + tall}" stroke="{MARK}" '
+                      f'stroke-width="2" stroke-dasharray="{dashes}"/>',
+                      f'<line x1="{key}" y1="14" x2="{key + 22}" y2="14" stroke="{MARK}" stroke-width="2" '
+                      f'stroke-dasharray="{dashes}"/>',
+                      svg_text(key + 26, 18, f"{name} {value:.1f}", size=10, anchor="start", colour=MARK)]
+            said.append(f"{name} {value:.1f}")
+    width, height = left + wide + 20, head + tall + 48
+    counted = "; ".join(f"{n} from {a} to {b}" for n, a, b in zip(counts, edges, edges[1:]) if n)
+    alt = (f"A histogram of {title}, out of {out_of} points: {counted or 'no student'}"
+           + (f"; {', '.join(said)}" if said else "") + ".")
+    return Picture(_svg(width, height, parts), title, kind="histogram", alt=alt)
+
+
+def _svg(width, height, parts):
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+            f'viewBox="0 0 {width:.0f} {height:.0f}"><rect width="{width:.0f}" height="{height:.0f}" fill="white"/>'
+            + "".join(parts) + "</svg>")
 
 
 def charted(items, most=25):
@@ -175,30 +193,27 @@ def charted(items, most=25):
     return [i for i in items if i.failed][:most]
 
 
-def item_analysis_png(items, students, path, most=25):
-    """The checks most failed as bars (share of the students who failed each), to ``path``. Returns
-    None, or why no picture was drawn."""
-    try:
-        import matplotlib
-    except ImportError:
-        return "matplotlib is not installed (pip install 'attention-lab[class]')"
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
+def failures(items, students, most=25) -> Picture | str:
+    """The checks most failed as bars: the share of the students who tried each and failed it, the most
+    failed on top. A Picture, or why none is drawn."""
     shown = charted(items, most)
     if not shown:
         return "no student failed a check they tried"
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.32 * max(1, len(shown))), dpi=100)
-    labels = [f"{i.check.id}" for i in shown]
-    ax.barh(range(len(shown)), [100 * i.rate for i in shown], color="#c44e52")
-    ax.set_yticks(range(len(shown)), labels, fontsize=8)
-    ax.invert_yaxis()  # the most failed on top
-    for y, i in enumerate(shown):
-        ax.text(100 * i.rate + 1, y, f"{i.failed}/{i.tried}", va="center", fontsize=7)
-    ax.set_xlim(0, 110)
-    ax.set_xlabel("students who tried the check and failed it (%)")
-    ax.set_title(f"Checks most failed, {students} students")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return None
+    label, left, head, row, wide = 8, 220, 34, 22, 400
+    title = f"Checks most failed, {students} students"
+    parts = [svg_text(label, 18, title, size=13, anchor="start", weight="bold")]
+    for k, item in enumerate(shown):
+        y = head + row * k
+        w = wide * item.rate
+        parts += [svg_text(label, y + 15, item.check.id, size=10, anchor="start", family="monospace"),
+                  f'<rect x="{left}" y="{y + 4}" width="{w:.1f}" height="{row - 8}" fill="{MARK}"/>',
+                  svg_text(left + w + 4, y + 15, f"{item.failed}/{item.tried}", size=10, anchor="start")]
+    bottom = head + row * len(shown)
+    parts += [f'<line x1="{left}" y1="{head}" x2="{left}" y2="{bottom}" stroke="#888"/>',
+              svg_text(left, bottom + 30, "students who tried the check and failed it (share of them)", size=11,
+                       anchor="start")]
+    for share in (0, 50, 100):
+        parts.append(svg_text(left + wide * share / 100, bottom + 14, f"{share}%", size=10))
+    alt = f"A bar chart of the {len(shown)} checks most failed by the students who tried them: " + "; ".join(
+        f"{i.check.id} failed by {i.failed} of {i.tried}" for i in shown) + "."
+    return Picture(_svg(left + wide + 60, bottom + 44, parts), title, kind="failures", alt=alt)
