@@ -6,8 +6,10 @@ command is what .ci/run runs, and its instructor commands start from the checkou
 README's first command makes and never activates."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -103,3 +105,21 @@ def test_each_command_runs_as_written(doc, line, places, monkeypatch, capsys):
     code = main(args)
     out, err = capsys.readouterr()
     assert code == 0, f"{doc}: `{line}` exited {code}:\n{err[-2000:]}"
+
+
+def test_readme_compiles_the_bytecode_of_every_package_the_fork_server_imports():
+    """README's first command compiles the bytecode of the packages it names (pip compiles none): those must
+    be every package the fork server's preload imports, as another user, who cannot write their bytecode."""
+    first = blocks(ROOT / "README.md")[0]
+    named = re.search(r"-m compileall -q -j0 \S*site-packages/\{([\w,]+)\}", first)
+    assert named and "--no-compile" in first, first
+    script = ("import json, sys\nbefore = set(sys.modules)\nfrom autograder.sandbox import child\n"
+              "child.preload(True)\n"
+              "print(json.dumps(sorted({f.split('site-packages/')[1].split('/')[0] for name, m in sys.modules.items()\n"
+              "    if name not in before and (f := getattr(m, '__file__', None) or '').endswith('.py')\n"
+              "    and '/' in f.partition('site-packages/')[2]})))\n")
+    loaded = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr
+    output = loaded.stdout
+    imported = set(json.loads(output.splitlines()[-1]))
+    assert {"torch", "sympy"} <= imported <= set(named.group(1).split(",")), output  # sympy: the meta device's
