@@ -171,13 +171,21 @@ def test_the_look_cell_draws_the_reference_and_asks_for_code_on_the_stubs(stage,
                if c["metadata"].get("nbgrader", {}).get("grade_id", "").endswith("-look")]
     code = "def display(found): print('drew', len(found), [p.flagged for p in found])\n" + "".join(cell["source"])
     for name, package in (("reference", root / "solutions" / "attention_lab"),
-                          ("stubs", root / "assignments" / "attention_lab")):
+                          ("stubs", root / "assignments" / "attention_lab"),
+                          ("warns", root / "solutions" / "attention_lab")):
         folder = tmp_path / name
         shutil.copytree(root / "assignments" / "tests", folder / "tests")
         shutil.copytree(package, folder / "attention_lab")
+        if name == "warns":  # a warning of the student's: one line, where in their file, not the folder's whole path
+            module = folder / "attention_lab" / f"{STAGES[stage].module}.py"
+            module.write_text(module.read_text() + "\nimport warnings\nwarnings.warn('my own warning')\n")
         said = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=120)
         assert said.returncode == 0, said.stderr
-        if name == "reference":
+        if name == "warns":
+            line = len(module.read_text().splitlines())
+            assert f"UserWarning at attention_lab/{module.name} line {line}: my own warning" in said.stdout, said
+            assert str(folder) not in said.stdout + said.stderr, said
+        elif name == "reference":
             drew, count, flagged = said.stdout.split(" ", 2)
             assert drew == "drew" and int(count) >= 1 and set(eval(flagged)) == {0}, said.stdout  # nothing in red
         else:

@@ -11,6 +11,7 @@ import builtins
 import linecache
 import sys
 import textwrap
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -186,6 +187,13 @@ def _error_record(exc: BaseException, folder: str | Path | None, importing: str)
                            function=getattr(code, "co_qualname", code.co_name))
         tb = tb.tb_next
     return problem(_kind(exc), str(exc)[:600], **located)
+
+
+def describe_warning(said: warnings.WarningMessage, folder: str | Path) -> str:
+    """A warning the student's code gave, in one line located as an error is (``attention_lab/causal.py
+    line 100``), not as Python prints it: the whole path of the grading's folder, then the line of code."""
+    where = f"{_shown(said.filename, Path(folder).resolve())} line {said.lineno}"
+    return f"{said.category.__name__} at {where}: {_message(str(said.message))}"
 
 
 def _message(text: str) -> str:

@@ -318,24 +318,29 @@ Your own attention weights for the book's sentence, "Your journey starts with on
 outlined cells (the future) must stay 0, and any that do not are drawn in red.
 """
 
-# A student's error here is said in one line, as the public checks say it (where in the student's file, and what):
-# a traceback would go through torch's and the drawing's own files, and run past the feedback page.
+# A student's error or warning here is said in one line, as the public checks say it (where in the student's file,
+# and what): a traceback would go through torch's and the drawing's own files, and Python prints a warning with the
+# whole path of the folder it runs in; either would run past the feedback page.
 LOOK_CELL = f"""\
 import sys
+import warnings
 import torch
 sys.path.insert(0, "tests")  # the public checks' folder holds the drawing helper
-from feedback import describe_error, error_record, wrapped
+from feedback import describe_error, describe_warning, error_record, wrapped
 from pictures import show_attention
-from attention_lab.{{module}} import {{imported}}
 
 torch.manual_seed(123)
-try:
-    # display: IPython's, in every notebook
-    display(show_attention({{shown}}))  # noqa: F821
-except NotImplementedError as exc:
-    print(f"Not written yet ({{{{exc!r}}}}): fill in the code above, run its cell, then run this one again.")
-except Exception as exc:
-    print(wrapped(describe_error(error_record(exc, "attention_lab")), {LINE}))"""
+with warnings.catch_warnings(record=True) as warned:
+    from attention_lab.{{module}} import {{imported}}
+    try:
+        # display: IPython's, in every notebook
+        display(show_attention({{shown}}))  # noqa: F821
+    except NotImplementedError as exc:
+        print(f"Not written yet ({{{{exc!r}}}}): fill in the code above, run its cell, then run this one again.")
+    except Exception as exc:
+        print(wrapped(describe_error(error_record(exc, "attention_lab")), {LINE}))
+for said in warned:
+    print(wrapped(describe_warning(said, "attention_lab"), {LINE}))"""
 
 # The cells that put a stage's code to work, after its self-check: ``cells/stage<N>_<order>_<name>.py``, each
 # the cell's Markdown as its docstring and the cell's code under it: Python files, linted as the kit's own
