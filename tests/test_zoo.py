@@ -6,7 +6,8 @@ code. Its module-level constants say where it goes and what must happen:
 - ``MODULE``: the ``attention_lab`` module the fragment is appended to (a copy of the
   reference in ``solutions/``); the fragment redefines one function or class there.
 - ``LOSES`` (wrong/ only): the check ids that name the bug; each of them must fail.
-- ``MENTIONS`` (optional): text the feedback of the first ``LOSES`` check must contain.
+- ``MENTIONS`` (optional): text the feedback of the first ``LOSES`` check must contain, or a dict, check ->
+  text, for an entry whose cause every check it costs must name.
 - ``ONLY`` (optional, wrong/ only): when True, every check outside ``LOSES`` must pass: the bug
   costs points where it is and nowhere else (e.g. one probe's input edited in place must not
   spoil the inputs of the next probes). A later stage's end-to-end checks (``Check.end_to_end``:
@@ -63,10 +64,13 @@ def test_wrong_entry_is_caught(path, tmp_path, grading_server):
     wrapper = [r.id for r in results if "'inner." in r.feedback or "Output has" in r.feedback
                or "SelfAttend" in r.feedback or "WithMemory" in r.feedback]
     assert not wrapper, f"{path.stem}: the probes' own wrapper is named to the student in {wrapper}"
-    if entry["MENTIONS"]:
-        first = by_id[entry["LOSES"][0]]
-        assert entry["MENTIONS"] in first.feedback, (
-            f"{path.stem}: the feedback of {first.id} does not mention {entry['MENTIONS']!r}:\n{first.feedback}")
+    mentions = entry["MENTIONS"]
+    if isinstance(mentions, str):
+        mentions = {entry["LOSES"][0]: mentions}
+    for check, text in (mentions or {}).items():  # the cause, named in every check the entry names
+        assert check in entry["LOSES"], f"{path.stem}: MENTIONS names {check}, which is not among its LOSES"
+        assert text in by_id[check].feedback, (
+            f"{path.stem}: the feedback of {check} does not mention {text!r}:\n{by_id[check].feedback}")
 
 
 @pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])

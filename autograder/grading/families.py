@@ -10,7 +10,7 @@ from typing import Callable
 from ..probes.common import DROPOUT_P
 from .pictures import dropout_map, leak_map, moved_and_left
 from .judging import (check_device, check_dropout, check_eval, check_gradients, check_leak, check_shapes,
-                      expect_book_batch, get)
+                      expect_seeded, get)
 from .registry import MOVES, NUMERIC, VISIBLE, Checks
 
 
@@ -75,10 +75,16 @@ def shape_contract(checks: Checks, prefix: str, points: int, configs, out: Calla
                title=title)(lambda obs, ctx: check_shapes(obs, configs, out))
 
 
-def seeded(checks: Checks, prefix: str, name: str, points: int, printed, call: str) -> None:
+BOOK_ORDER = ("W_query", "W_key", "W_value", "out_proj")  # the order in which the book's layers draw them
+
+
+def seeded(checks: Checks, prefix: str, name: str, points: int, printed, call: str, seed: int = 123,
+           batch: bool = True, owns_widths: bool = False) -> None:
     """Declare on ``checks`` the book's own example of one layer, ``<prefix>.seeded``: made right after
-    ``torch.manual_seed(123)`` (by the probe) and called on the book's batch, it gives the book's ``printed``
-    output. The book printed it, so the result is shown at once (``VISIBLE``)."""
+    ``torch.manual_seed(seed)`` (by the probe) and called on the book's batch (or its inputs: ``batch=False``),
+    it gives the book's ``printed`` output, and weights drawn in another order are named as the cause
+    (``owns_widths``: see ``judging.expect_seeded``). The book printed it, so the result is shown at once
+    (``VISIBLE``)."""
     checks.add(f"{prefix}.seeded", points=points, probe=f"{prefix}.seeded", devices=NUMERIC, visibility=VISIBLE,
-               title=f"{name} reproduces the book under torch.manual_seed(123)")(
-        lambda obs, ctx: expect_book_batch(obs, printed, call))
+               title=f"{name} reproduces the book under torch.manual_seed({seed})")(
+        lambda obs, ctx: expect_seeded(obs, printed, call, seed, BOOK_ORDER, batch, owns_widths))

@@ -108,6 +108,76 @@ def expect_book_batch(obs, printed, call):
         expect_book(out[b], printed, f"{call}[{b}]", dtype=LAYER)
 
 
+def expect_seeded(obs, printed, call, seed, order, batch=True, owns_widths=False):
+    """The book's printed output of a layer made right after ``torch.manual_seed(seed)``; where it is not,
+    and the layer's weights are what the seed draws in another order than the book's ``order`` of its
+    projections, the feedback says so first: that is the cause, not the forward pass."""
+    try:
+        if batch:
+            expect_book_batch(obs, printed, call)
+        else:
+            expect_book(get(obs, "out"), printed, call, LAYER)
+    except Fail as failed:
+        try:
+            drawn, out = obs["drawn"], obs["out"]
+        except (KeyError, TypeError, IndexError):
+            drawn = out = None
+        said = creation_order(drawn, seed, order)
+        if said:
+            raise Fail(f"{said}. {failed}") from None
+        if owns_widths and is_error_record(out):
+            raise Fail(f"{failed}. The book's example maps d_in=3 to d_out=2: the contract's layer takes both "
+                       "widths, where model code often maps one width to itself; every other check of the layer "
+                       "is measured with d_in == d_out") from None
+        raise
+
+
+def creation_order(drawn, seed, order):
+    """A sentence naming the order in which a layer created its projections, when its parameters
+    (``drawn``: [name, tensor] in the order the layer registered them) are exactly what
+    ``torch.manual_seed(seed)`` draws in that order and it is not the book's ``order`` (leaf names such
+    as ``("W_query", "W_key", "W_value")``, within each sublayer); else None. Drawn again here, in the
+    grading process: nothing the student's code says about itself decides it."""
+    try:
+        params = [(str(name), value) for name, value in drawn]
+        if not params or not all(isinstance(v, torch.Tensor) and v.dtype == torch.float32 for _, v in params):
+            return None
+    except (TypeError, ValueError):
+        return None
+    layers = {}  # a projection's path -> its tensors, in order
+    for name, value in params:
+        path, _, leaf = name.rpartition(".") if name.endswith((".weight", ".bias")) else (name, "", "")
+        layers.setdefault(path, {})[leaf] = value
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for tensors in layers.values():
+            if "" in tensors:  # a bare parameter, as SelfAttention_v1 makes: torch.rand
+                again = {"": torch.rand(tensors[""].shape)}
+            elif tensors.get("weight") is not None and tensors["weight"].dim() == 2:
+                linear = torch.nn.Linear(*tensors["weight"].shape[::-1], bias="bias" in tensors)
+                again = {leaf: getattr(linear, leaf).detach() for leaf in tensors}
+            else:
+                return None
+            if set(again) != set(tensors) or not all(
+                    again[leaf].shape == tensors[leaf].shape and torch.equal(again[leaf], tensors[leaf])
+                    for leaf in tensors):
+                return None
+    made = {}  # a sublayer ("" or "heads.0") -> its projections, in the order made
+    for path in layers:
+        owner, _, leaf = path.rpartition(".")
+        if leaf in order:
+            made.setdefault(owner, []).append(leaf)
+    for owner, leaves in made.items():
+        book = [leaf for leaf in order if leaf in leaves]
+        if leaves != book:
+            whose = f"{owner}'s weights" if owner else "its weights"
+            return (f"Your layer creates {whose} in the order {', '.join(leaves)}, and the book in the "
+                    f"order {', '.join(book)}: under torch.manual_seed({seed}) another order draws other numbers, "
+                    "so the printed output cannot come out (the known-weights checks judge the forward pass apart "
+                    "from this order)")
+    return None
+
+
 def expect_golden(obs, golden, cases, what):
     """Known-weights outputs against the reference's: ``cases`` maps observation keys to labels."""
     for key, label in cases.items():
@@ -141,20 +211,40 @@ def close(a, b, atol=ATOL, rtol=RTOL, equal_nan=False):
 def check_shapes(obs, configs, expected_shape):
     """Judge ``shape_reports``: shape, dtype and device follow the input; input untouched."""
     by_name = {c["name"]: c for c in configs}
-    for report in get(obs, "reports"):
-        cfg = by_name.get(report["config"])
-        expect(cfg is not None, f"the shape report names a configuration the grader did not make: {report['config']!r}")
-        label = f"{report['config']} ({report['dtype_in']} input)"
-        result = get(report, "result")  # an error record there fails the check, in get
-        want = expected_shape(cfg)
-        expect(result["shape"] == want, f"{label}: output shape is {tuple(result['shape'])}, expected {tuple(want)}")
-        expect(result["dtype"] == report["dtype_in"],
-               f"{label}: output dtype is {result['dtype']}; it should follow the input's dtype")
-        expect(result["device"] == report["device_in"],
-               f"{label}: output is on {result['device']} for an input on {report['device_in']}")
-        if "input_after" in result:
-            expect(same(result["input_after"], result["input_before"]),
-                   f"{label}: forward modified its input x in place; work on new tensors")
+    reports = get(obs, "reports")
+    for report in reports:
+        expect(report["config"] in by_name,
+               f"the shape report names a configuration the grader did not make: {report['config']!r}")
+    # The cases where d_in != d_out come last, and a failure there says so: this check is where a layer
+    # that maps one width to itself (as model code writes them) pays for it, once (docs/checks.md).
+    for report in sorted(reports, key=lambda r: _unequal_widths(by_name[r["config"]])):
+        cfg = by_name[report["config"]]
+        try:
+            _check_shape_report(report, cfg, expected_shape)
+        except Fail as failed:
+            if not _unequal_widths(cfg):
+                raise
+            raise Fail(f"{failed}. This case maps d_in={cfg['d_in']} to d_out={cfg['d_out']}: the contract's layer "
+                       "takes both widths, as the book's do, where model code often maps one width to itself, so "
+                       "its projections are nn.Linear(d_in, ...) and everything after them is d_out wide") from None
+
+
+def _unequal_widths(cfg):
+    return "d_in" in cfg and "d_out" in cfg and cfg["d_in"] != cfg["d_out"]
+
+
+def _check_shape_report(report, cfg, expected_shape):
+    label = f"{report['config']} ({report['dtype_in']} input)"
+    result = get(report, "result")  # an error record there fails the check, in get
+    want = expected_shape(cfg)
+    expect(result["shape"] == want, f"{label}: output shape is {tuple(result['shape'])}, expected {tuple(want)}")
+    expect(result["dtype"] == report["dtype_in"],
+           f"{label}: output dtype is {result['dtype']}; it should follow the input's dtype")
+    expect(result["device"] == report["device_in"],
+           f"{label}: output is on {result['device']} for an input on {report['device_in']}")
+    if "input_after" in result:
+        expect(same(result["input_after"], result["input_before"]),
+               f"{label}: forward modified its input x in place; work on new tensors")
 
 
 def check_leak(obs, what):
@@ -395,9 +485,12 @@ def check_inverted_dropout(out, undropped, p, what, where):
     expect(bool(kept.any()), f"{what} in train mode with dropout={p} zeroed every value {where}; about "
            f"{1 - p:.0%} of them should be kept, scaled by 1/(1-p)")
     ratio = out[kept] / undropped[kept]
-    if not torch.allclose(ratio, torch.full_like(ratio, 1 / (1 - p)), rtol=1e-3, atol=0):
+    scale = 1 / (1 - p)
+    if not torch.allclose(ratio, torch.full_like(ratio, scale), rtol=1e-3, atol=0):
+        low, high, typical = ratio.min().item(), ratio.max().item(), ratio.median().item()
+        said = (f"about {typical:.4f} (is dropout applied somewhere else?)" if abs(typical - scale) > 1e-3 * scale
+                else f"{typical:.4f} for most, but from {low:.4g} to {high:.4g} for some")
         raise Fail(f"{what}: in train mode the values {where} that dropout keeps should be scaled by exactly "
-                   f"1/(1-p) = {1 / (1 - p):.4f}; their ratio to the values without dropout is about "
-                   f"{ratio.median().item():.4f} (is dropout applied somewhere else?)")
+                   f"1/(1-p) = {scale:.4f}; their ratio to the values without dropout is {said}")
     expect(abs(fraction - p) < 0.04, f"{what}: dropout zeroed {fraction:.1%} of the values {where}; "
            f"with dropout={p} about {p:.0%} should be")

@@ -235,6 +235,15 @@ def forward(module, x):
     return plain(module(x.clone()), "the output of forward")
 
 
+def drawn_parameters(build):
+    """The parameters of a layer built right after its seed (``build`` seeds it), in the order it registered
+    them, which is the order ``__init__`` drew them in unless it assigned them out of order. The seeded
+    checks' judges draw them again from the seed (``judging.creation_order``) to tell weights created in
+    another order from a wrong forward pass. At most 16 parameters: the seeded layers have 3 to 12."""
+    drawn = list(build().named_parameters())[:16]
+    return [[name, plain(value.detach(), f"the parameter {name}")] for name, value in drawn]
+
+
 def seen_weights(build, x, device):
     """The attention weights a freshly built layer computes for ``x`` (the book's sentence), for the
     pictures of a report: no check judges them, and a layer whose weights cannot be seen only

@@ -1,8 +1,8 @@
 """Stage 2 probes: self-attention with trainable weights."""
 import torch
 
-from .common import (INPUTS, Probes, forward, gradient_report, load_by_name, plain, qkv_weights, randn,
-                     seen_weights)
+from .common import (INPUTS, Probes, drawn_parameters, forward, gradient_report, load_by_name, plain, qkv_weights,
+                     randn, seen_weights)
 
 PROBES = Probes()
 
@@ -34,7 +34,8 @@ def _seeded(lab, cls_name, seed, device):
         return getattr(lab.self_attention, cls_name)(3, 2)
 
     return {"out": lab.attempt(lambda: forward(build().to(device), INPUTS.to(device))),
-            "weights": lab.attempt(seen_weights, build, INPUTS, device)}
+            "weights": lab.attempt(seen_weights, build, INPUTS, device),
+            "drawn": lab.attempt(drawn_parameters, build)}
 
 
 @PROBES.add("s2.v1.seeded")

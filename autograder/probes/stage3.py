@@ -2,9 +2,9 @@
 import torch
 import torch.nn as nn
 
-from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, INPUTS, Probes, device_report, dropout_report,
-                     dropout_weights, eval_report, forward, gradient_report, leak_report, load_by_name, plain,
-                     qkv_weights, randn, seen_weights, shape_reports, state_dict_report)
+from .common import (BATCH, DROPOUT_P, DROPOUT_TOKENS, INPUTS, Probes, device_report, drawn_parameters,
+                     dropout_report, dropout_weights, eval_report, forward, gradient_report, leak_report,
+                     load_by_name, plain, qkv_weights, randn, seen_weights, shape_reports, state_dict_report)
 
 PROBES = Probes()
 
@@ -56,7 +56,8 @@ def causal_seeded(lab, device):
         return lab.causal.CausalAttention(3, 2, 6, 0.0)
 
     return {"out": lab.attempt(lambda: forward(build().to(device), BATCH.to(device))),
-            "weights": lab.attempt(seen_weights, build, BATCH[:1], device)}
+            "weights": lab.attempt(seen_weights, build, BATCH[:1], device),
+            "drawn": lab.attempt(drawn_parameters, build)}
 
 
 X = randn(2, 6, D_IN, seed=4)  # 6 tokens in a context of 8

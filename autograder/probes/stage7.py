@@ -281,14 +281,22 @@ def pe_table(lab, device):
     def default_length():
         return list(pe_buffer(lab.transformer.PositionalEncoding(6, 0.1)).shape)
 
-    def forward(x, train):
-        module = make(0.3 if not train else DROPOUT_P).to(device).train(train)
-        torch.manual_seed(0)
+    def forward(x):
+        module = make(0.3).to(device).eval()
         return plain(module(x.to(device).clone()), "the output of forward")
+
+    def dropout():
+        """Train mode, and the same module's eval output on the same input: dropout is judged against the
+        layer's own sum, so that a table of another layout (priced by s7.pe.formula) costs nothing here."""
+        module = make(DROPOUT_P).to(device)
+        undropped = plain(module.eval()(X_PE_DROPOUT.to(device).clone()), "the output of forward in eval mode")
+        torch.manual_seed(0)
+        return {"train": plain(module.train()(X_PE_DROPOUT.to(device).clone()), "the output of forward in train mode"),
+                "eval": undropped}
 
     return {"table": lab.attempt(lambda: plain(pe_buffer(make()).detach(), "PositionalEncoding.pe")),
             "layout": lab.attempt(layout), "default_length": lab.attempt(default_length),
-            "forward": lab.attempt(forward, X_PE, False), "dropout": lab.attempt(forward, X_PE_DROPOUT, True)}
+            "forward": lab.attempt(forward, X_PE), "dropout": lab.attempt(dropout)}
 
 
 @PROBES.add("s7.pe.device")
@@ -341,10 +349,59 @@ def decoder(lab, dropout=0.0):
 ENCODER_CASES = {"no_mask": None, "padded": PAD5.unsqueeze(1)}
 
 
+class KitAttention(nn.Module):
+    """The kit's own ``MultiHeadedAttention`` of known ``weights`` (under ``prefix``), by PyTorch's own
+    pieces: put into the student's layer by the oracle probes, so that those checks judge how the layer
+    wires its sublayers, and a slip inside the attention costs the attention's own checks alone."""
+
+    def __init__(self, weights, prefix, heads=H):
+        super().__init__()
+        self.weights, self.prefix, self.heads = weights, prefix, heads
+
+    def forward(self, query, key, value, mask=None):
+        w = {name: t.to(query) for name, t in self.weights.items() if name.startswith(self.prefix)}
+        batch, d = query.shape[0], query.shape[-1]
+
+        def project(i, t):
+            return nn.functional.linear(t, w[f"{self.prefix}linears.{i}.weight"], w[f"{self.prefix}linears.{i}.bias"])
+
+        q, k, v = (project(i, t).view(batch, -1, self.heads, d // self.heads).transpose(1, 2)
+                   for i, t in enumerate((query, key, value)))
+        scores = q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5
+        if mask is not None:
+            scores = scores.masked_fill(mask.unsqueeze(1) == 0, -1e9)
+        return project(3, (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, -1, d))
+
+
+class KitFeedForward(nn.Module):
+    """The kit's own ``PositionwiseFeedForward`` of known ``weights``: w_2(relu(w_1(x)))."""
+
+    def __init__(self, weights, prefix):
+        super().__init__()
+        self.weights, self.prefix = weights, prefix
+
+    def forward(self, x):
+        w = {name.removeprefix(self.prefix): t.to(x) for name, t in self.weights.items()
+             if name.startswith(self.prefix)}
+        hidden = torch.relu(nn.functional.linear(x, w["w_1.weight"], w["w_1.bias"]))
+        return nn.functional.linear(hidden, w["w_2.weight"], w["w_2.bias"])
+
+
+def with_kit_sublayers(layer, weights, attentions):
+    """The student's ``layer`` with the kit's own attention (each of ``attentions``) and feed-forward
+    network of known ``weights``, and its own norms loaded with theirs: the oracle checks then judge the
+    layer's wiring (post-norm, the residuals, which input feeds which attention) against PyTorch's, and
+    the sublayers are priced by their own checks (``s7.mha.*``, ``s7.ffn.*``), once."""
+    for name in attentions:
+        setattr(layer, name, KitAttention(weights, f"{name}."))
+    layer.feed_forward = KitFeedForward(weights, "feed_forward.")
+    return load_by_name(layer, {n: t for n, t in weights.items() if n.startswith("norm")})
+
+
 @PROBES.add("s7.encoder.oracle")
 def encoder_oracle(lab, device):
     def run(mask):
-        module = load_by_name(encoder(lab), encoder_weights(800), spare_biases=MHA_LINEARS).to(device).eval()
+        module = with_kit_sublayers(encoder(lab), encoder_weights(800), ("self_attn",)).to(device).eval()
         return plain(module(X5.to(device).clone(), None if mask is None else mask.to(device)), "the output of forward")
 
     return {name: lab.attempt(run, mask) for name, mask in ENCODER_CASES.items()}
@@ -372,7 +429,7 @@ def _decode(module, device, x, memory, src_mask, tgt_mask):
 @PROBES.add("s7.decoder.oracle")
 def decoder_oracle(lab, device):
     def run(src_mask, tgt_mask):
-        module = load_by_name(decoder(lab), decoder_weights(820), spare_biases=MHA_LINEARS)
+        module = with_kit_sublayers(decoder(lab), decoder_weights(820), ("self_attn", "src_attn"))
         return _decode(module, device, TGT, MEMORY, src_mask, tgt_mask)
 
     return {name: lab.attempt(run, *masks) for name, masks in DECODER_CASES.items()}

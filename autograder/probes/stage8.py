@@ -13,9 +13,7 @@ from ..public.feedback import is_error_record, problem
 from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, dropout_report, dropout_weights,
                      eval_report, forward, gradient_report, leak_report, linear_weights, load_by_name, plain, raised,
                      randn, shape_reports)
-from .stage3 import D_IN
-from .stage3 import X as X4
-from .stage4 import MHA_SHAPES, mha_weights
+from .stage4 import MHA_SHAPES, known_input, mha_weights
 
 PROBES = Probes(library_attention=True)  # every probe of this stage may call library attention
 
@@ -96,9 +94,9 @@ def repeat_kv(lab, device):
 def gqa_as_mha(lab, device):
     """num_kv_heads == num_heads, with stage 4's known weights: must give stage 4's outputs."""
     def run(heads, d_out, bias):
-        module = load_by_name(gqa(lab, D_IN, d_out, 8, heads, heads, bias=bias), mha_weights(d_out, bias),
+        module = load_by_name(gqa(lab, d_out, d_out, 8, heads, heads, bias=bias), mha_weights(d_out, bias),
                               spare_biases=True)
-        return _outputs(module, X4, device)
+        return _outputs(module, known_input(d_out), device)
 
     return {"heads2": lab.attempt(run, 2, 4, False), "heads3_bias": lab.attempt(run, 3, 6, True),
             "heads4": lab.attempt(run, 4, 8, False)}
@@ -119,7 +117,7 @@ GQA_SHAPES = [
      "dtypes": True},
     {"name": "GQA: 6 heads, 3 key/value heads, d_in 5, d_out 12", "x": (3, 5, 5), "d_in": 5, "heads": 6, "kv": 3,
      "d_out": 12},
-    {"name": "MHA: 2 heads, 2 key/value heads, 4 of 10 tokens", "x": (2, 4, DIM), "heads": 2, "kv": 2, "d_out": 4},
+    {"name": "MHA: 2 heads, 2 key/value heads, 4 of 10 tokens", "x": (2, 4, DIM), "heads": 2, "kv": 2, "d_out": DIM},
 ]
 
 
@@ -134,7 +132,7 @@ def gqa_shapes(lab, device):
 PARAMETER_CONFIGS = {  # d_in, d_out, num_heads, num_kv_heads, qkv_bias
     "gqa": (768, 768, 12, 4, False),
     "mqa": (768, 768, 12, 1, False),
-    "mha_bias": (64, 96, 6, 6, True),
+    "mha_bias": (96, 96, 6, 6, True),  # square, as every probe of this stage but s8.gqa.shapes' d_in != d_out
 }
 
 
@@ -160,9 +158,10 @@ def gqa_leak(lab, device):
     return lab.attempt(lambda: leak_report(Output(gqa(lab, context=8)), DIM, 7, device))
 
 
-def shown_weights(T=DROPOUT_TOKENS):
-    """``dropout_weights`` for a layer with an ``out_proj`` (identity), T tokens to T + 1 outputs."""
-    weights = dropout_weights(T)
+def shown_weights(T=DROPOUT_TOKENS, square=False):
+    """``dropout_weights`` for a layer with an ``out_proj`` (identity), T tokens to T + 1 outputs
+    (``square``: T + 1 wide in and out, the extra input column 0)."""
+    weights = dropout_weights(T, square=square)
     weights.update({"out_proj.weight": torch.eye(T + 1), "out_proj.bias": torch.zeros(T + 1)})
     return weights
 
@@ -172,17 +171,18 @@ def gqa_dropout(lab, device):
     T = DROPOUT_TOKENS
 
     def run():
-        module = gqa(lab, T, T + 1, T + 1, 1, 1, dropout=DROPOUT_P)
-        return dropout_report(Output(load_by_name(module, shown_weights(T), spare_biases=True)), device)
+        module = gqa(lab, T + 1, T + 1, T + 1, 1, 1, dropout=DROPOUT_P)
+        return dropout_report(Output(load_by_name(module, shown_weights(T, square=True), spare_biases=True)),
+                              device, width=T + 1)
 
     return {"out": lab.attempt(run)}
 
 
 @PROBES.add("s8.gqa.eval")
 def gqa_eval(lab, device):
-    weights = gqa_weights(2, 1, False, d_in=5, d_out=4, seed=840, prefix="inner.")
-    return lab.attempt(eval_report, lambda p: Output(gqa(lab, 5, 4, 8, 2, 1, dropout=p)), weights, device,
-                   spare_biases=True)
+    weights = gqa_weights(2, 1, False, d_in=4, d_out=4, seed=840, prefix="inner.")
+    return lab.attempt(eval_report, lambda p: Output(gqa(lab, 4, 4, 8, 2, 1, dropout=p)), weights, device, d_in=4,
+                       spare_biases=True)
 
 
 # ---------------------------------------------------------------- the KV cache
@@ -249,7 +249,8 @@ def cache(lab, device):
 
 # ---------------------------------------------------------------- fast attention
 
-def fast(lab, d_in=D_IN, d_out=4, context=8, dropout=0.0, heads=2, bias=False):
+def fast(lab, d_in=4, d_out=4, context=8, dropout=0.0, heads=2, bias=False):
+    """Square unless asked: s8.fast.shapes owns d_in != d_out (see stage 4's ``known_input``)."""
     return lab.modern.FastMultiHeadAttention(d_in, d_out, context, dropout, heads, qkv_bias=bias)
 
 
@@ -267,9 +268,9 @@ def fused(weights, prefix=""):
 def fast_known(lab, device):
     """Stage 4's known weights, fused: must give stage 4's outputs."""
     def run(heads, d_out, bias):
-        module = load_by_name(fast(lab, d_out=d_out, heads=heads, bias=bias), fused(mha_weights(d_out, bias)),
+        module = load_by_name(fast(lab, d_out, d_out, heads=heads, bias=bias), fused(mha_weights(d_out, bias)),
                               spare_biases=True)
-        return forward(module.to(device).eval(), X4.to(device))
+        return forward(module.to(device).eval(), known_input(d_out).to(device))
 
     return {"heads2": lab.attempt(run, 2, 4, False), "heads3_bias": lab.attempt(run, 3, 6, True),
             "heads1": lab.attempt(run, 1, 4, False), "heads4": lab.attempt(run, 4, 8, False)}
@@ -278,7 +279,7 @@ def fast_known(lab, device):
 @PROBES.add("s8.fast.structure")
 def fast_structure(lab, device):
     def run(bias):
-        module = fast(lab, 5, 6, 8, 0.0, 2, bias)
+        module = fast(lab, 6, 6, 8, 0.0, 2, bias)
         layers = {name: {"linear": isinstance(getattr(module, name, None), nn.Linear),
                          "shape": list(getattr(module, name).weight.shape)
                          if isinstance(getattr(module, name, None), nn.Linear) else [],
@@ -312,7 +313,7 @@ class SdpaCalls(TorchFunctionMode):
 def fast_sdpa(lab, device):
     def run():
         module = fast(lab).to(device).eval()
-        x = X4.to(device).clone()
+        x = known_input(4).to(device)
         with SdpaCalls() as seen:
             module(x)
         return {"calls": seen.calls, "causal": seen.causal, "masked": seen.masked}
@@ -320,13 +321,14 @@ def fast_sdpa(lab, device):
     return lab.attempt(run)
 
 
-FAST_SHAPES = MHA_SHAPES  # the fast layer keeps stage 4's contract: the same configurations
+FAST_SHAPES = [*MHA_SHAPES,  # the fast layer keeps stage 4's contract; this check owns its d_in != d_out
+               {"name": "d_in 3, d_out 12, 4 heads", "x": (2, 6, 3), "d_in": 3, "heads": 4, "d_out": 12}]
 
 
 @PROBES.add("s8.fast.shapes")
 def fast_shapes(lab, device):
     return {"reports": shape_reports(lab,
-        lambda cfg: fast(lab, cfg.get("d_in", D_IN), cfg["d_out"], heads=cfg["heads"]), FAST_SHAPES, device)}
+        lambda cfg: fast(lab, cfg["d_in"], cfg["d_out"], heads=cfg["heads"]), FAST_SHAPES, device)}
 
 
 @PROBES.add("s8.fast.divisibility")
@@ -336,7 +338,7 @@ def fast_divisibility(lab, device):
 
 @PROBES.add("s8.fast.leak")
 def fast_leak(lab, device):
-    return lab.attempt(lambda: leak_report(fast(lab, context=6), D_IN, 6, device))
+    return lab.attempt(lambda: leak_report(fast(lab, context=6), 4, 6, device))
 
 
 @PROBES.add("s8.fast.dropout")
@@ -344,8 +346,9 @@ def fast_dropout(lab, device):
     T = DROPOUT_TOKENS
 
     def run():
-        module = load_by_name(fast(lab, T, T + 1, T, DROPOUT_P, 1), fused(shown_weights(T)), spare_biases=True)
-        return dropout_report(module, device)
+        module = load_by_name(fast(lab, T + 1, T + 1, T, DROPOUT_P, 1), fused(shown_weights(T, square=True)),
+                              spare_biases=True)
+        return dropout_report(module, device, width=T + 1)
 
     return {"out": lab.attempt(run)}
 
@@ -353,13 +356,13 @@ def fast_dropout(lab, device):
 @PROBES.add("s8.fast.eval")
 def fast_eval(lab, device):
     weights = fused(mha_weights(4, False, seed=860))
-    return lab.attempt(eval_report, lambda p: fast(lab, D_IN, 4, 8, p, 2), weights, device, D_IN,
-                   spare_biases=True)
+    return lab.attempt(eval_report, lambda p: fast(lab, 4, 4, 8, p, 2), weights, device, 4,
+                       spare_biases=True)
 
 
 @PROBES.add("s8.fast.gradients")
 def fast_gradients(lab, device):
-    return lab.attempt(lambda: gradient_report(fast(lab, bias=True).to(device), X4.to(device)))
+    return lab.attempt(lambda: gradient_report(fast(lab, bias=True).to(device), known_input(4).to(device)))
 
 
 # ---------------------------------------------------------------- speed

@@ -8,9 +8,7 @@ import torch
 from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes, dropout_report, eval_report,
                      gradient_report, leak_report, left_behind, linear_weights, load_by_name, meta_summary, plain,
                      raised, randn, shape_reports)
-from .stage3 import D_IN
-from .stage3 import X as X4
-from .stage4 import mha_weights
+from .stage4 import known_input, mha_weights
 from .stage8 import Output, context_edge, decode, gqa_weights, shown_weights, split
 
 PROBES = Probes(library_attention=True)
@@ -177,8 +175,8 @@ def swa_as_mha(lab, device):
     """A window as long as the context, with stage 4's known weights: must give stage 4's outputs."""
     def run(heads, d_out, bias):
         weights = {k: v for k, v in mha_weights(d_out, bias).items() if k != "mask"}
-        module = load_by_name(swa(lab, D_IN, d_out, 8, heads, window=8, bias=bias), weights, spare_biases=True)
-        return plain(split(module.to(device).eval()(X4.to(device).clone()))[0], "the output of forward")
+        module = load_by_name(swa(lab, d_out, d_out, 8, heads, window=8, bias=bias), weights, spare_biases=True)
+        return plain(split(module.to(device).eval()(known_input(d_out).to(device)))[0], "the output of forward")
 
     return {"heads2": lab.attempt(run, 2, 4, False), "heads3_bias": lab.attempt(run, 3, 6, True)}
 

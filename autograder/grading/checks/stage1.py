@@ -2,7 +2,7 @@
 import torch
 
 from ...public import book
-from ..judging import close, expect, expect_book, expect_close, expect_rows_sum_to_one, get
+from ..judging import close, describe_row_sums, expect, expect_book, expect_close, expect_rows_sum_to_one, get
 from ..pictures import book_weights
 from ..registry import NUMERIC, Checks, Fail
 
@@ -31,20 +31,24 @@ printed("s1.scores", 1, "attention_scores (vectorised) gives the same scores", b
 
 
 printed("s1.normalize_by_sum", 1, "normalize_by_sum divides by the sum", book.WEIGHTS_2_BY_SUM,
-        "normalize_by_sum(attn_scores_2)")
+        "normalize_by_sum(inputs @ inputs[1])")
 
 
 @CHECKS.add("s1.softmax_naive", points=1, probe="s1.softmax_naive", devices=NUMERIC,
             title="softmax_naive follows the definition")
 def softmax_naive(obs, ctx):
     try:
-        _book_and_extra(obs, ctx.golden, book.WEIGHTS_2_SOFTMAX, "softmax_naive(attn_scores_2)")
+        _book_and_extra(obs, ctx.golden, book.WEIGHTS_2_SOFTMAX, "softmax_naive(inputs @ inputs[1])")
     except Fail as wrong:
         extra = get(obs, "extra")
         if extra.dim() == 2 and close(extra.sum(dim=0), torch.ones(extra.shape[1])):
-            raise Fail(f"{wrong}: each column of your result sums to 1, so it normalises over dim 0 (the book's "
-                       ".sum(dim=0), right for its one row of scores); for a matrix of scores, one row per query, "
-                       "the softmax runs over the last dim (dim=-1), so that each row of weights sums to 1") from None
+            raise Fail(f"each column of softmax_naive(x) for a 2-D x sums to 1, where each row should: it "
+                       "normalises over dim 0 (the book's .sum(dim=0), right for its one row of scores); for a matrix "
+                       "of scores, one row per query, the softmax runs over the last dim (dim=-1). "
+                       f"{wrong}") from None
+        problem = describe_row_sums(extra, "softmax_naive(x) for a 2-D x, one row of scores per query,")
+        if extra.dim() == 2 and problem:  # as clear as the self-check: which row, and what it sums to
+            raise Fail(f"{problem}. {wrong}") from None
         raise
 
 
@@ -62,7 +66,7 @@ def softmax_stable(obs, ctx):
 
 
 printed("s1.context_vector", 1, "context_vector weights the inputs", book.CONTEXT_VEC_2,
-        "context_vector(inputs, attn_weights_2)")
+        "context_vector(inputs, softmax(inputs @ inputs[1]))")
 
 
 @CHECKS.add("s1.attention_weights_all", points=2, probe="s1.attention_weights_all", devices=NUMERIC,

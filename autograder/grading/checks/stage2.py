@@ -1,5 +1,6 @@
 """Stage 2 judges: self-attention with trainable weights."""
 from ...public import book
+from ..families import seeded
 from ..judging import LAYER, check_gradients, expect, expect_book, expect_close, get
 from ..pictures import seen_weights
 from ..registry import NUMERIC, VISIBLE, Checks
@@ -27,16 +28,8 @@ def one_query_other(obs, ctx):
         expect_close(got, want, f"{name} with d_in=5, d_out=4")
 
 
-def book_example(version, seed, printed):
-    """``s2.v<version>.seeded``: the book's example of SelfAttention_v<version>, made right after
-    ``torch.manual_seed(seed)`` (by the probe), gives its printed output. Public: shown at once."""
-    call = f"SelfAttention_v{version}(3, 2)(inputs) after torch.manual_seed({seed})"
-    CHECKS.add(f"s2.v{version}.seeded", points=2, probe=f"s2.v{version}.seeded", devices=NUMERIC, visibility=VISIBLE,
-               title=f"SelfAttention_v{version} reproduces the book under torch.manual_seed({seed})")(
-        lambda obs, ctx: expect_book(get(obs, "out"), printed, call, LAYER))
-
-
-book_example(1, 123, book.SA_V1)
+seeded(CHECKS, "s2.v1", "SelfAttention_v1", 2, book.SA_V1,
+       "SelfAttention_v1(3, 2)(inputs) after torch.manual_seed(123)", seed=123, batch=False)
 
 
 @CHECKS.add("s2.v1.known_weights", points=2, probe="s2.v1.known_weights", devices=NUMERIC,
@@ -48,7 +41,8 @@ def v1_known(obs, ctx):
     expect_close(result["out"], ctx.golden["out"], "SelfAttention_v1 output", dtype=LAYER)
 
 
-book_example(2, 789, book.SA_V2)
+seeded(CHECKS, "s2.v2", "SelfAttention_v2", 2, book.SA_V2,
+       "SelfAttention_v2(3, 2)(inputs) after torch.manual_seed(789)", seed=789, batch=False)
 
 
 @CHECKS.add("s2.v2.known_weights", points=2, probe="s2.v2.known_weights", devices=NUMERIC,

@@ -6,7 +6,7 @@ import torch
 from ...probes.common import DROPOUT_P
 from ...probes.stage7 import (D_FF, DECODER_CASES, ENCODER_CASES, FFN_DROPOUT_BIAS, MEMORY, MHA_CASES, MHA_LABELS, PAD5,
                               PAD_IDS, PE_D, PE_LEN, SDPA_CASES, SDPA_DROPOUT, SUBSEQUENT_SIZES, TGT, TOKENS, V_DROPOUT,
-                              X5, X_FFN_DROPOUT, X_PE, X_PE_DROPOUT, XQ, H, decoder_weights, encoder_weights,
+                              X5, X_FFN_DROPOUT, X_PE, XQ, H, decoder_weights, encoder_weights,
                               ffn_dropout_weights, mha_weights)
 from ...public import oracles
 from ..families import layer
@@ -257,6 +257,11 @@ def pe_buffer(obs, ctx):
 def pe_forward(obs, ctx):
     out = get(obs, "forward")
     expected = X_PE.double() + oracles.positional_table(X_PE.shape[1], PE_D)
+    by_batch = X_PE.double() + oracles.positional_table(X_PE.shape[0], PE_D).unsqueeze(1)  # pe[:x.size(0)]
+    expect(not close(out, by_batch, atol=1e-4),
+           "PositionalEncoding added position b's row of pe to every token of sequence b: it slices pe by "
+           "x.size(0), which is the batch here, as sequence-first code does (x is (seq, batch, d_model) there). "
+           "The contract's x is (batch, seq, d_model), so the positions are x.size(1): add pe[:, :x.size(1)]")
     expect_close(out, expected, f"PositionalEncoding({PE_D}, 0.3).eval()(x) for x of shape {tuple(X_PE.shape)}",
                  atol=1e-4, reveal=True, dtype=LAYER)
 
@@ -264,8 +269,10 @@ def pe_forward(obs, ctx):
 @CHECKS.add("s7.pe.dropout", points=1, probe="s7.pe.table", devices=NUMERIC,
             title=f"PositionalEncoding applies dropout (p={DROPOUT_P}) to x + pe in train mode")
 def pe_dropout(obs, ctx):
-    undropped = X_PE_DROPOUT.double() + oracles.positional_table(X_PE_DROPOUT.shape[1], PE_D)
-    check_inverted_dropout(get(obs, "dropout"), undropped, DROPOUT_P, "PositionalEncoding", "of x + pe")
+    undropped = get(obs, "dropout", "eval")  # the layer's own x + pe: its table is s7.pe.formula's to judge
+    expect_finite(undropped, "PositionalEncoding: the output in eval mode")
+    check_inverted_dropout(get(obs, "dropout", "train"), undropped, DROPOUT_P, "PositionalEncoding",
+                           "of x + pe (the same layer's output in eval mode)")
 
 
 @CHECKS.add("s7.pe.device", points=1, probe="s7.pe.device", devices=MOVES,
@@ -284,21 +291,25 @@ def pe_device(obs, ctx):
 
 
 @CHECKS.add("s7.encoder.oracle", points=3, probe="s7.encoder.oracle", devices=NUMERIC,
-            title="EncoderLayer matches nn.TransformerEncoderLayer (post-norm, ReLU, batch_first) with the same "
-                  "weights")
+            title="EncoderLayer, holding the kit's own attention and feed-forward network, matches "
+                  "nn.TransformerEncoderLayer (post-norm, ReLU, batch_first) with the same weights")
 def encoder_oracle(obs, ctx):
     labels = {name: "no mask" if mask is None else "padding mask" for name, mask in ENCODER_CASES.items()}
-    expect_oracle(obs, "encoder", labels, "EncoderLayer", "nn.TransformerEncoderLayer")
+    expect_oracle(obs, "encoder", labels, "EncoderLayer (with the kit's own self_attn and feed_forward in it, "
+                  "so its wiring is at fault: post-norm, the residuals, the mask)", "nn.TransformerEncoderLayer")
 
 
 layer(CHECKS, "s7.encoder", "EncoderLayer", eval=1)
 
 
 @CHECKS.add("s7.decoder.oracle", points=3, probe="s7.decoder.oracle", devices=NUMERIC,
-            title="DecoderLayer matches nn.TransformerDecoderLayer with the same weights (masked and unmasked)")
+            title="DecoderLayer, holding the kit's own attentions and feed-forward network, matches "
+                  "nn.TransformerDecoderLayer with the same weights (masked and unmasked)")
 def decoder_oracle(obs, ctx):
     labels = {name: f"{name.replace('_', ' ')}; 4 target and 6 source positions" for name in DECODER_CASES}
-    expect_oracle(obs, "decoder", labels, "DecoderLayer", "nn.TransformerDecoderLayer")
+    expect_oracle(obs, "decoder", labels, "DecoderLayer (with the kit's own self_attn, src_attn and feed_forward "
+                  "in it, so its wiring is at fault: post-norm, the residuals, which input and mask each attention "
+                  "gets)", "nn.TransformerDecoderLayer")
 
 
 @CHECKS.add("s7.decoder.cross_source", points=2, probe="s7.decoder.cross_source", devices=NUMERIC,

@@ -198,8 +198,8 @@ def fast_known(obs, ctx):
             title="FastMultiHeadAttention has one fused qkv = nn.Linear(d_in, 3 * d_out) and out_proj, nothing else")
 def fast_structure(obs, ctx):
     for case, bias in (("bias", True), ("no_bias", False)):
-        r, call = get(obs, case), f"FastMultiHeadAttention(5, 6, 8, 0.0, 2, qkv_bias={bias})"
-        for name, shape, has_bias in (("qkv", [18, 5], bias), ("out_proj", [6, 6], True)):
+        r, call = get(obs, case), f"FastMultiHeadAttention(6, 6, 8, 0.0, 2, qkv_bias={bias})"
+        for name, shape, has_bias in (("qkv", [18, 6], bias), ("out_proj", [6, 6], True)):
             layer = r["layers"][name]
             expect(layer["linear"], f"{call}.{name} should be an nn.Linear")
             expect(layer["shape"] == shape, f"{call}.{name}.weight has shape {tuple(layer['shape'])}, "

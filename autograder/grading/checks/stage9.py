@@ -168,11 +168,41 @@ def unrotated():
     return oracles.grouped_query(projections(weights), HEADS, KV_HEADS, X[:, :FULL])
 
 
-def expect_rope_layer(out, golden, what):
+@lru_cache(maxsize=2)
+def rotated_layer(layout):
+    """What the layer gives with RoPE in ``layout`` ("half", the lab's, or "interleaved", Meta's Llama's and
+    litgpt's: dimensions 2i and 2i+1 turning together), computed here from the probe's known weights."""
+    from ...probes.stage8 import gqa_weights
+    w = {k: v.double() for k, v in gqa_weights(HEADS, KV_HEADS, True, d_in=DIM, d_out=DIM, seed=900).items()}
+    x = X[:, :FULL].double()
+    b, n, _ = x.shape
+
+    def heads(name, count):
+        out = torch.nn.functional.linear(x, w[f"{name}.weight"], w[f"{name}.bias"])
+        return out.view(b, n, count, DIM // HEADS).transpose(1, 2)
+
+    q, k = rotated(heads("W_query", HEADS), 0, layout), rotated(heads("W_key", KV_HEADS), 0, layout)
+    k, v = (t.repeat_interleave(HEADS // KV_HEADS, dim=1) for t in (k, heads("W_value", KV_HEADS)))
+    mixed = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)
+    return torch.nn.functional.linear(mixed.reshape(b, n, DIM), w["out_proj.weight"], w["out_proj.bias"]).float()
+
+
+def name_interleaved(out, what):
+    """Fail naming the layout when ``out`` is the layer's output with its pairs interleaved."""
+    if out.shape == rotated_layer("interleaved").shape and close(out, rotated_layer("interleaved"), atol=1e-5,
+                                                                   rtol=1e-4):
+        raise Fail(f"{what} rotates its queries and keys with the pairs interleaved (dimensions 2i and 2i+1 turning "
+                   "together, as Meta's Llama and litgpt lay them out); in this lab dimension i pairs with dimension "
+                   "i + head_dim // 2 (rotate_half), as apply_rope's checks say")
+
+
+def expect_rope_layer(out, golden, what, base10000=True):
     expect(out.shape == golden.shape, f"{what} has shape {tuple(out.shape)}, expected {tuple(golden.shape)}")
     if close(out, unrotated(), atol=1e-5, rtol=1e-4):
         raise Fail(f"{what} equals stage 8's GroupedQueryAttention with the same weights: the queries and keys "
                    "were not rotated (apply_rope on both, after splitting them into heads)")
+    if base10000:
+        name_interleaved(out, what)
     for t in range(golden.shape[1]):
         expect_close(out[:, t], golden[:, t], f"{what} at position {t}")
 
@@ -181,7 +211,8 @@ def expect_rope_layer(out, golden, what):
             title="RopeGroupedQueryAttention with known weights: RoPE on queries and keys, stage 8's attention")
 def rope_gqa_known(obs, ctx):
     expect_rope_layer(get(obs, "base10000"), ctx.golden["base10000"], f"{ROPE_LAYER} on {FULL} tokens")
-    expect_rope_layer(get(obs, "base100"), ctx.golden["base100"], "the same layer with rope_base=100.0")
+    expect_rope_layer(get(obs, "base100"), ctx.golden["base100"], "the same layer with rope_base=100.0",
+                      base10000=False)
 
 
 ROPE_KNOWN = "s9.ropegqa.known"  # the full forward's golden outputs, which decoding with a cache must give
@@ -198,6 +229,7 @@ def rope_gqa_cache(obs, ctx):
            f"{tuple(out.shape)}, expected {tuple(full.shape)}")
     expect(keys.shape == want_keys.shape, f"{ROPE_LAYER}: after {FULL} tokens the cache's keys have shape "
            f"{tuple(keys.shape)}, expected {tuple(want_keys.shape)}")
+    name_interleaved(out, f"{ROPE_LAYER}, fed one token at a time,")
     if out.shape == full.shape and close(out[:, :1], full[:, :1]) and not close(out, full):
         t = next(t for t in range(full.shape[1]) if not close(out[:, t], full[:, t]))
         own = obs.get("full") if isinstance(obs, dict) else None
@@ -222,6 +254,7 @@ def rope_gqa_pieces(obs, ctx):
     out, full = get(obs, "pieces"), ctx.golden_of[ROPE_KNOWN]["base10000"]
     expect(out.shape == full.shape, f"{ROPE_LAYER}, fed in pieces: the outputs put together have shape "
            f"{tuple(out.shape)}, expected {tuple(full.shape)}")
+    name_interleaved(out, f"{ROPE_LAYER}, fed in pieces,")
     for t in range(full.shape[1]):
         expect_close(out[:, t], full[:, t], f"{ROPE_LAYER}, fed in pieces of {', '.join(map(str, PIECES))} tokens, "
                      f"at position {t}")

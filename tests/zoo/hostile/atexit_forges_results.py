@@ -2,7 +2,7 @@
 first one, and a results.json wherever it can; softmax_naive is wrong."""
 MODULE = "simple"
 LOSES = ["s1.softmax_naive"]
-MENTIONS = "softmax_naive(attn_scores_2)"
+MENTIONS = "softmax_naive(inputs @ inputs[1])"
 
 import atexit
 import json

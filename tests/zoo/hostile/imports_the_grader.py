@@ -2,7 +2,7 @@
 solution, and answers with the reference when it can; otherwise it is wrong."""
 MODULE = "simple"
 LOSES = ["s1.softmax_naive"]
-MENTIONS = "softmax_naive(attn_scores_2)"
+MENTIONS = "softmax_naive(inputs @ inputs[1])"
 
 import importlib
 

@@ -1,7 +1,7 @@
 """softmax_naive looks through its environment for the grader's secrets (tokens, paths)."""
 MODULE = "simple"
 LOSES = ["s1.softmax_naive"]
-MENTIONS = "softmax_naive(attn_scores_2)"
+MENTIONS = "softmax_naive(inputs @ inputs[1])"
 
 import os
 

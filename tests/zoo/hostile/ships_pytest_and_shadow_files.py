@@ -3,7 +3,7 @@ a fake torch.py and a fake autograder/ package beside attention_lab/; softmax_na
 None of them may run: each one raises LEAKED if it does."""
 MODULE = "simple"
 LOSES = ["s1.softmax_naive"]
-MENTIONS = "softmax_naive(attn_scores_2)"
+MENTIONS = "softmax_naive(inputs @ inputs[1])"
 FILES = {
     "conftest.py": (
         "raise RuntimeError('LEAKED: conftest.py ran')\n"
