@@ -125,7 +125,7 @@ def expect_seeded(obs, printed, call, seed, order, batch=True, owns_widths=False
         said = creation_order(drawn, seed, order)
         if said:
             raise Fail(f"{said}. {failed}") from None
-        if owns_widths and is_error_record(out):
+        if owns_widths and is_error_record(out) and not out["error"].get("not_implemented"):
             raise Fail(f"{failed}. The book's example maps d_in=3 to d_out=2: the contract's layer takes both "
                        "widths, where model code often maps one width to itself; every other check of the layer "
                        "is measured with d_in == d_out") from None
