@@ -46,9 +46,10 @@ def softmax_naive(obs, ctx):
                        "normalises over dim 0 (the book's .sum(dim=0), right for its one row of scores); for a matrix "
                        "of scores, one row per query, the softmax runs over the last dim (dim=-1). "
                        f"{wrong}") from None
-        problem = describe_row_sums(extra, "softmax_naive(x) for a 2-D x, one row of scores per query,")
-        if extra.dim() == 2 and problem:  # as clear as the self-check: which row, and what it sums to
-            raise Fail(f"{problem}. {wrong}") from None
+        if extra.dim() == 2:  # as clear as the self-check: which row, and what it sums to
+            problem = describe_row_sums(extra, "softmax_naive(x) for a 2-D x, one row of scores per query,")
+            if problem:
+                raise Fail(f"{problem}. {wrong}") from None
         raise
 
 

@@ -32,8 +32,9 @@ def masked_softmax(obs, ctx):
                  "(float32's minimum does not fit in bfloat16: it is -inf there, or an error, and a row of -inf is "
                  "nan after the softmax)")
     low = obs.get("all_hidden_bfloat16")
-    if is_error_record(low):  # what was raised, and nothing about a fill the code may never have made
-        raise failure(low["error"], "masked_softmax(scores.bfloat16(), mask): ")
+    if is_error_record(low):  # what was raised; the fill is named only when the error is a fill's overflow
+        overflow = "without overflow" in str(low["error"].get("message", ""))
+        raise failure(low["error"], "masked_softmax(scores.bfloat16(), mask): ", own_dtype if overflow else "")
     expect_finite(get(obs, "all_hidden_bfloat16"), "masked_softmax(scores.bfloat16(), mask)", own_dtype)
     visible = ALL_PADDED.any(dim=-1)  # sequences with at least one real key
     expect_close(weights[visible], ctx.golden["all_hidden"][visible],

@@ -168,10 +168,10 @@ def unrotated():
     return oracles.grouped_query(projections(weights), HEADS, KV_HEADS, X[:, :FULL])
 
 
-@lru_cache(maxsize=2)
-def rotated_layer(layout):
-    """What the layer gives with RoPE in ``layout`` ("half", the lab's, or "interleaved", Meta's Llama's and
-    litgpt's: dimensions 2i and 2i+1 turning together), computed here from the probe's known weights."""
+@lru_cache(maxsize=1)
+def interleaved_layer():
+    """What the layer gives with its RoPE pairs interleaved (dimensions 2i and 2i+1 turning together, the
+    layout of Meta's Llama and Mistral), computed here from the probe's known weights."""
     from ...probes.stage8 import gqa_weights
     w = {k: v.double() for k, v in gqa_weights(HEADS, KV_HEADS, True, d_in=DIM, d_out=DIM, seed=900).items()}
     x = X[:, :FULL].double()
@@ -181,28 +181,26 @@ def rotated_layer(layout):
         out = torch.nn.functional.linear(x, w[f"{name}.weight"], w[f"{name}.bias"])
         return out.view(b, n, count, DIM // HEADS).transpose(1, 2)
 
-    q, k = rotated(heads("W_query", HEADS), 0, layout), rotated(heads("W_key", KV_HEADS), 0, layout)
+    q, k = rotated(heads("W_query", HEADS), 0, "interleaved"), rotated(heads("W_key", KV_HEADS), 0, "interleaved")
     k, v = (t.repeat_interleave(HEADS // KV_HEADS, dim=1) for t in (k, heads("W_value", KV_HEADS)))
     mixed = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)
     return torch.nn.functional.linear(mixed.reshape(b, n, DIM), w["out_proj.weight"], w["out_proj.bias"]).float()
 
 
 def name_interleaved(out, what):
-    """Fail naming the layout when ``out`` is the layer's output with its pairs interleaved."""
-    if out.shape == rotated_layer("interleaved").shape and close(out, rotated_layer("interleaved"), atol=1e-5,
-                                                                   rtol=1e-4):
+    """Fail naming the layout when ``out`` is the layer's output (base 10000) with its pairs interleaved."""
+    interleaved = interleaved_layer()
+    if out.shape == interleaved.shape and close(out, interleaved, atol=1e-5, rtol=1e-4):
         raise Fail(f"{what} rotates its queries and keys with the pairs interleaved (dimensions 2i and 2i+1 turning "
                    "together, as Meta's Llama and litgpt lay them out); in this lab dimension i pairs with dimension "
                    "i + head_dim // 2 (rotate_half), as apply_rope's checks say")
 
 
-def expect_rope_layer(out, golden, what, base10000=True):
+def expect_rope_layer(out, golden, what):
     expect(out.shape == golden.shape, f"{what} has shape {tuple(out.shape)}, expected {tuple(golden.shape)}")
     if close(out, unrotated(), atol=1e-5, rtol=1e-4):
         raise Fail(f"{what} equals stage 8's GroupedQueryAttention with the same weights: the queries and keys "
                    "were not rotated (apply_rope on both, after splitting them into heads)")
-    if base10000:
-        name_interleaved(out, what)
     for t in range(golden.shape[1]):
         expect_close(out[:, t], golden[:, t], f"{what} at position {t}")
 
@@ -210,9 +208,9 @@ def expect_rope_layer(out, golden, what, base10000=True):
 @CHECKS.add("s9.ropegqa.known", points=3, probe="s9.ropegqa.known", devices=NUMERIC,
             title="RopeGroupedQueryAttention with known weights: RoPE on queries and keys, stage 8's attention")
 def rope_gqa_known(obs, ctx):
+    name_interleaved(get(obs, "base10000"), f"{ROPE_LAYER} on {FULL} tokens")
     expect_rope_layer(get(obs, "base10000"), ctx.golden["base10000"], f"{ROPE_LAYER} on {FULL} tokens")
-    expect_rope_layer(get(obs, "base100"), ctx.golden["base100"], "the same layer with rope_base=100.0",
-                      base10000=False)
+    expect_rope_layer(get(obs, "base100"), ctx.golden["base100"], "the same layer with rope_base=100.0")
 
 
 ROPE_KNOWN = "s9.ropegqa.known"  # the full forward's golden outputs, which decoding with a cache must give
