@@ -1,8 +1,8 @@
 """scaled_dot_product_attention whose output comes from F.scaled_dot_product_attention (the weights
 computed by hand only to be returned), in a stage whose point is to write attention by hand."""
 MODULE = "transformer"
-LOSES = ["s7.sdpa.*", "s7.mha.oracle", "s7.mha.cross", "s7.mha.padding", "s7.mha.dropout", "s7.encoder.*",
-         "s7.decoder.*", "s7.sublayer_dropout", "s7.gradients"]
+LOSES = ["s7.sdpa.*", "s7.mha.oracle", "s7.mha.cross", "s7.mha.padding", "s7.mha.dropout", "s7.encoder.eval",
+         "s7.decoder.cross_source", "s7.decoder.eval", "s7.decoder.no_leak", "s7.sublayer_dropout", "s7.gradients"]
 MENTIONS = "F.scaled_dot_product_attention"
 
 import torch.nn.functional as F
