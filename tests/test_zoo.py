@@ -11,7 +11,8 @@ code. Its module-level constants say where it goes and what must happen:
 - ``ONLY`` (optional, wrong/ only): when True, every check outside ``LOSES`` must pass: the bug
   costs points where it is and nowhere else (e.g. one probe's input edited in place must not
   spoil the inputs of the next probes). A later stage's end-to-end checks (``Check.end_to_end``:
-  stage 10's model runs the student's own attention) are the one exception: they may fail too.
+  stage 10's model runs the student's own attention) are the one exception: they may fail too (and
+  an entry that lists them in ``LOSES`` may ask, in ``MENTIONS``, that they name the earlier part).
 
 Only the stages the fragment can affect are graded: the module's own stage, plus stage 4
 for ``causal`` (the multi-head wrapper is built from ``CausalAttention``).

@@ -22,9 +22,9 @@ from ..sandbox.workspace import bindings_out_of_reach, children_own_root
 from .config import CourseConfig, given_code
 from .forms import expected_form, misfit, student_error
 from .golden import load_golden
-from .judging import cause_of, described, device_mismatch
+from .judging import cause_of, described, device_mismatch, holds_error
 from .pictures import draw
-from .registry import Context, Fail, Note
+from .registry import TWIN, Context, Fail, Note
 from .results import ERROR, FAILED, GRADER_ERROR, NOT_MEASURED, PASSED, Cause, CheckResult, Graded
 
 
@@ -64,7 +64,9 @@ def races_in(tasks):
 def worst_case(checks, devices, timeout_s=TASK_TIMEOUT_S):
     """``runner.worst_case_s`` of the plan of ``checks`` on ``devices``: the longest a grading of them runs."""
     tasks = plan(checks, devices)
-    return worst_case_s(tasks, timeout_s, races_in(tasks))
+    twins = [Task("probe", c.twin, d) for c in checks if c.twin for d in c.devices if d in devices]
+    return worst_case_s(tasks, timeout_s, races_in(tasks)) + (
+        worst_case_s([t for t in tasks if t.kind == "import"] + twins, timeout_s) if twins else 0)
 
 
 def run_plan(submission, tasks, **options):
@@ -176,17 +178,20 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
             # scored) while the child runs it, in a process of its own (intake.review): this thread only waits.
             reviewed = beside.submit(review, code)
             tasks = plan(checks, devices)
-            run = run_plan(sub, tasks, timeout_s=timeout_s or TASK_TIMEOUT_S, server=server,
-                           required=config.require_isolation, threads=config.threads,
-                           progress=counted(progress, len(tasks)) if progress else None)
+            options = {"timeout_s": timeout_s or TASK_TIMEOUT_S, "server": server,
+                       "required": config.require_isolation, "threads": config.threads}
+            run = run_plan(sub, tasks, **options, progress=counted(progress, len(tasks)) if progress else None)
+            twins = twin_tasks(checks, devices, run.observations, golden)
+            if twins:  # a second child: the student's model holding the kit's parts, where the first failed
+                again = run_plan(sub, [t for t in tasks if t.kind == "import"] + twins, **options)
+                run.observations.update({t: again.observations[t] for t in twins})
         flagged = reviewed.result()
     _warn_once(run.isolation)
     results, errors, drawn = [], [], {}
     with one_thread():
         for c in checks:
             ran = [d for d in c.devices if d in devices]
-            verdicts = {d: judge(c, run.observations.get(Task("probe", c.probe, d)), golden.get(c.probe), d)
-                        for d in ran}
+            verdicts = {d: judge(c, with_twin(c, d, run.observations), golden.get(c.probe), d) for d in ran}
             errors += [(c.id, d, v.trace) for d, v in verdicts.items() if v.status == ERROR]
             results.append(combine(c, verdicts))
         if pictures:
@@ -195,6 +200,27 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
     missing = missing_devices_note(checks, devices)
     notes = sub.notes + [missing] * bool(missing)
     return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, notes, drawn, flagged)
+
+
+def twin_tasks(checks, devices, observations, golden) -> list[Task]:
+    """The twin probes (``Check.twin``) of the end-to-end checks that failed on ``devices``, on a run of the
+    student's model that completed: a run that raised says where already, and one that crashed or hung
+    is not asked to again."""
+    tasks = []
+    for c in checks:
+        for d in c.devices if c.twin else ():
+            obs = observations.get(Task("probe", c.probe, d))
+            if (d in devices and obs is not None and not holds_error(obs)
+                    and judge(c, obs, golden.get(c.probe), d).status == FAILED):
+                tasks.append(Task("probe", c.twin, d))
+    return list(dict.fromkeys(tasks))
+
+
+def with_twin(check, device, observations):
+    """``check``'s observation on ``device``, holding its twin's under ``TWIN`` where the twin ran."""
+    obs = observations.get(Task("probe", check.probe, device))
+    twin = observations.get(Task("probe", check.twin, device)) if check.twin else None
+    return {**obs, TWIN: twin} if twin is not None and isinstance(obs, dict) else obs
 
 
 def missing_devices_note(checks, devices) -> str:

@@ -8,7 +8,7 @@ import torch
 from ..curriculum import STAGE_OF
 from ..public.book import PRINTED
 from ..public.feedback import describe_error, describe_mismatch, describe_row_sums, is_error_record
-from .registry import Fail
+from .registry import TWIN, Fail
 from .results import Cause
 
 BIAS_CASES = {"no_bias": "qkv_bias=False", "bias": "qkv_bias=True"}
@@ -78,6 +78,36 @@ def get(obs, *keys):
         if is_error_record(obs):
             raise failure(obs["error"])
     return obs
+
+
+def holds_error(tree) -> bool:
+    """Whether an error record is anywhere in ``tree``: a run that did not complete."""
+    if is_error_record(tree):
+        return True
+    values = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, (list, tuple)) else ()
+    return any(holds_error(v) for v in values)
+
+
+def naming_the_part(obs, judge, part, own="this stage's code"):
+    """A check of code that calls another ``part`` the student wrote, judged by ``judge(o)`` (raises ``Fail``).
+    Where it fails, the check's twin (``Check.twin``: the same run with the kit's own ``part`` in place of the
+    student's, under ``obs[TWIN]``) is judged alike, to say where the mistake is: in the student's ``part``,
+    whose own checks name it, or in their ``own`` code. A twin that did not run, or could not (an error
+    anywhere in it: a model that keeps its blocks elsewhere, a cache of its own form), adds nothing."""
+    try:
+        judge(obs)
+    except Fail as failed:
+        twin = obs.get(TWIN) if isinstance(obs, dict) else None
+        if not isinstance(twin, dict) or holds_error(twin):
+            raise
+        said = str(failed).rstrip(". ")
+        try:
+            judge(twin)
+        except Fail:
+            raise Fail(f"{said}. With the kit's {part} in place of yours, it goes wrong here too: the mistake is "
+                       f"in {own}", failed.cause) from None
+        raise Fail(f"{said}. With the kit's {part} in place of yours, this check passes: the mistake is in your "
+                   f"{part.split(' (')[0]}, whose own checks name it", failed.cause) from None
 
 
 LAYER = torch.float32  # what the probes feed layers: a layer's output keeps its input's dtype

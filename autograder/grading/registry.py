@@ -29,6 +29,9 @@ MOVES = ("meta", "cuda")  # device movement: meta works on every machine, cuda w
 VISIBLE = "visible"
 
 
+TWIN = "twin"  # where a judge finds its check's twin probe's observation (``Check.twin``)
+
+
 class Fail(Exception):
     """Raised by a judge: the message is the feedback a student reads; ``cause`` why it failed
     (``results.Cause``; by default the student's code is wrong)."""
@@ -72,6 +75,10 @@ class Check:
     # Runs the student's code of the stages this one builds on, on purpose (stage 10's model made of the
     # student's own attention): a slip there costs here too. Every other check prices one concept (docs/checks.md).
     end_to_end: bool = False
+    # An end-to-end check's second probe: the same run of the student's model holding the kit's parts. The
+    # grading runs it only where this check failed on a run that completed, and gives the judge what it
+    # returned under ``obs[TWIN]``, so that the feedback can say which part the mistake is in.
+    twin: str = ""
 
 
 class Checks(list):
@@ -97,10 +104,10 @@ class Checks(list):
         self.looked = (imported, shown)
 
     def add(self, id, *, points, title, probe, devices=CPU, visibility="after_published", golden_of=(),
-            end_to_end=False):
+            end_to_end=False, twin=""):
         def declare(judge):
             self.append(Check(id, self.stage, points, title, probe, judge, tuple(devices), visibility, tuple(golden_of),
-                              end_to_end))
+                              end_to_end, twin))
             return judge
 
         return declare

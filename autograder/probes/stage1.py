@@ -66,3 +66,15 @@ def attention_weights_all(lab, device):
 @PROBES.add("s1.context_vectors_all", golden=True)
 def context_vectors_all(lab, device):
     return _book_and_extra(lab, device, "context_vectors_all", (INPUTS,), (EXTRA,))
+
+
+@PROBES.add("s1.context_vectors_all.twin")
+def context_vectors_all_twin(lab, device):
+    """``context_vectors_all`` calling the kit's ``attention_weights_all`` in place of the student's: its
+    check's twin, run where the check failed, to say which of the two functions the mistake is in."""
+    own = lab.simple.attention_weights_all
+    lab.simple.attention_weights_all = lambda inputs: torch.softmax(inputs @ inputs.T, dim=-1)
+    try:
+        return _book_and_extra(lab, device, "context_vectors_all", (INPUTS,), (EXTRA,))
+    finally:
+        lab.simple.attention_weights_all = own

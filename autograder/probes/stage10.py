@@ -6,6 +6,8 @@ trained weights are public (``public/tiny_gpt``) and read when this module is im
 the child is shut into its world. Training steps with the kit's ``SGD``, not torch's: torch's
 optimizers import ``torch._dynamo`` (0.9 s) at their first step, which no grading needs.
 """
+from functools import partial
+
 import torch
 import torch.nn as nn
 
@@ -125,17 +127,29 @@ class KitFeedForward(nn.Module):
         return self.outer(nn.functional.gelu(self.inner(x), approximate="tanh"))
 
 
-def causal_attention(x, weights, prefix, heads):
+def cached_attention(x, weights, prefix, heads, cache=None):
     """Stage 4's causal multi-head attention (no dropout, no qkv bias) of the known ``weights`` under
-    ``prefix``, by PyTorch's own pieces, in ``x``'s dtype: the kit's part in the student's block, and
-    the judge's reference block."""
+    ``prefix``, by PyTorch's own pieces, in ``x``'s dtype, with stage 8's cache: ``cache`` holds the
+    ``(keys, values)`` of the tokens before ``x``'s (each (batch, heads, past, head_dim)), which ``x``'s
+    tokens see too. Returns the output and the cache of past + n tokens."""
     b, n, d = x.shape
     w = {name: weights[f"{prefix}{name}"].to(x) for name in
          ("W_query.weight", "W_key.weight", "W_value.weight", "out_proj.weight", "out_proj.bias")}
     q, k, v = (nn.functional.linear(x, w[f"{p}.weight"]).view(b, n, heads, d // heads).transpose(1, 2)
                for p in ("W_query", "W_key", "W_value"))
-    context = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-    return nn.functional.linear(context.transpose(1, 2).reshape(b, n, d), w["out_proj.weight"], w["out_proj.bias"])
+    if cache is not None:
+        k, v = torch.cat([cache[0].to(k), k], dim=2), torch.cat([cache[1].to(v), v], dim=2)
+    past = k.shape[2] - n
+    # query i sits at position past + i and sees keys 0 .. past + i (is_causal would align the wrong corners)
+    seen = torch.arange(k.shape[2], device=x.device) <= past + torch.arange(n, device=x.device)[:, None]
+    context = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=seen)
+    out = nn.functional.linear(context.transpose(1, 2).reshape(b, n, d), w["out_proj.weight"], w["out_proj.bias"])
+    return out, (k, v)
+
+
+def causal_attention(x, weights, prefix, heads):
+    """``cached_attention`` without a cache: the kit's part in the student's block, and the judge's reference block."""
+    return cached_attention(x, weights, prefix, heads)[0]
 
 
 class KitAttention(nn.Module):
@@ -148,11 +162,23 @@ class KitAttention(nn.Module):
 
 
 class KitCachedAttention(KitAttention):
-    """The kit's attention as a cached block holds it: ``(output, cache)``, the cache passed through
-    (a block fed once, with no cache, is all the dropout probes need)."""
+    """The kit's attention as a cached block holds it: ``forward(x, cache)`` returns ``(output, cache)``."""
 
     def forward(self, x, cache=None):
-        return causal_attention(x, self.weights, self.prefix, self.heads), cache
+        return cached_attention(x, self.weights, self.prefix, self.heads, cache)
+
+
+def with_kit_attention(model, weights, heads, attention=KitAttention):
+    """``model`` (the student's GPTModel, or with ``KitCachedAttention`` their CachedGPTModel) with the kit's
+    attention of the same ``weights`` in every block's ``att``. An end-to-end check that fails runs its probe's
+    twin (``Check.twin``), made with this, and judges it as it judged the student's own model, to say whether
+    the mistake is in the attention (stages 4 and 8) or in this stage's code."""
+    blocks = getattr(model, "trf_blocks", None)
+    if not isinstance(blocks, (nn.Sequential, nn.ModuleList)):
+        raise ProbeError("the model keeps no blocks in trf_blocks")
+    for i, block in enumerate(blocks):
+        block.att = attention(weights, f"trf_blocks.{i}.att.", heads)
+    return model
 
 
 def known_block(lab, device, drop=0.0, weights=None, cls="TransformerBlock", attention=KitAttention):
@@ -310,9 +336,14 @@ class SoftTokens(nn.Module):
             handle.remove()
 
 
-@PROBES.add("s10.gpt.leak")
-def leak(lab, device):
-    return lab.attempt(lambda: leak_report(SoftTokens(small_gpt(lab)), SMALL["vocab_size"], 7, device))
+def leak(lab, device, kit=False):
+    def report():
+        model = small_gpt(lab)
+        if kit:
+            with_kit_attention(model, gpt_weights(SMALL, 120), SMALL["n_heads"])
+        return leak_report(SoftTokens(model), SMALL["vocab_size"], 7, device)
+
+    return {"leak": lab.attempt(report)}
 
 
 # ---------------------------------------------------------------- the trained model
@@ -331,14 +362,17 @@ def strict_load(model):
             "misshapen": sorted(n for n in set(own) & set(TRAINED) if tuple(own[n].shape) != tuple(TRAINED[n].shape))}
 
 
-def trained(lab, cls, device, n_layers=TINY["n_layers"]):
+def trained(lab, cls, device, n_layers=TINY["n_layers"], kit=False):
     """The student's model with the trained weights: its parameters by name (the numbers checks do not
     fail for a mask that is not saved, which stage 5 prices), on ``device``, in eval mode. With fewer
-    ``n_layers``, the trained model's first blocks."""
+    ``n_layers``, the trained model's first blocks; with ``kit``, the kit's attention in its blocks."""
     model = getattr(lab.gpt, cls)({**TINY, "drop_rate": 0.1, "n_layers": n_layers})  # GPT-2's rate: eval must drop none
     left_out = [f"trf_blocks.{i}." for i in range(n_layers, TINY["n_layers"])]
     parameters = {k: v for k, v in TRAINED.items() if not k.endswith(".mask") and not k.startswith(tuple(left_out))}
-    return load_by_name(model, parameters, spare_biases=SPARED).to(device).eval()
+    model = load_by_name(model, parameters, spare_biases=SPARED)
+    if kit:
+        with_kit_attention(model, TRAINED, TINY["n_heads"], KitCachedAttention if "Cached" in cls else KitAttention)
+    return model.to(device).eval()
 
 
 def kit_greedy(model, idx, steps, device):
@@ -356,32 +390,31 @@ def loads(lab, device):
     return lab.attempt(lambda: strict_load(lab.gpt.GPTModel(TINY)))
 
 
-@PROBES.add("s10.gpt.trained", golden=True)
-def trained_model(lab, device):
+def trained_model(lab, device, kit=False):
     def logits():
         with torch.no_grad():
-            return plain(trained(lab, "GPTModel", device)(PROMPTS.to(device)), "the logits")
+            return plain(trained(lab, "GPTModel", device, kit=kit)(PROMPTS.to(device)), "the logits")
+
+    def tokens():
+        return kit_greedy(trained(lab, "GPTModel", device, kit=kit), PROMPTS, NEW_TOKENS, device)
 
     def sample_heads():
-        if device != "cpu":
+        if device != "cpu" or kit:
             return None
         return plain(attention_by_block(trained(lab, "GPTModel", device), tiny_gpt.encode(HEADS_SAMPLE)),
                      "the attention weights")
 
-    return {"logits": lab.attempt(logits),
-            "tokens": lab.attempt(lambda: kit_greedy(trained(lab, "GPTModel", device), PROMPTS, NEW_TOKENS, device)),
-            "heads": lab.attempt(sample_heads)}
+    return {"logits": lab.attempt(logits), "tokens": lab.attempt(tokens), "heads": lab.attempt(sample_heads)}
 
 
-@PROBES.add("s10.gpt.writes", golden=True)
-def writes(lab, device):
+def writes(lab, device, kit=False):
     """The end to end: the student's own loops on the student's own models, with the trained weights."""
     def greedy():
-        model = trained(lab, "GPTModel", device)
+        model = trained(lab, "GPTModel", device, kit=kit)
         return plain(lab.gpt.generate_greedy(model, PROMPTS.to(device), NEW_TOKENS, TINY["context_length"]))
 
     def cached():
-        model = trained(lab, "CachedGPTModel", device)
+        model = trained(lab, "CachedGPTModel", device, kit=kit)
         return plain(lab.gpt.generate_cached(model, PROMPTS.to(device), NEW_TOKENS, TINY["context_length"]))
 
     return {"greedy": lab.attempt(greedy), "cached": lab.attempt(cached)}
@@ -392,14 +425,13 @@ def writes(lab, device):
 PIECES = (5, 1, 1, 2, 1)  # a prefill, single tokens, a chunk
 
 
-@PROBES.add("s10.cached.model", golden=True)
-def cached_model(lab, device):
+def cached_model(lab, device, kit=False):
     """The student's CachedGPTModel with the trained weights, fed one prompt in pieces (each with the
     caches of the piece before): the logits of every piece, and how many tokens each cache held after it;
     and the same with the trained model's first block alone, since a model of one block is in the contract
     too (``caches[1]`` read for the length so far works only with two)."""
     def run(n_layers):
-        model = trained(lab, "CachedGPTModel", device, n_layers)
+        model = trained(lab, "CachedGPTModel", device, n_layers, kit)
         caches, start, outs, held = None, 0, [], []
         for n in PIECES:
             with torch.no_grad():
@@ -418,7 +450,15 @@ def cached_model(lab, device):
                          and isinstance(c[0], torch.Tensor) and c[0].dim() == 4 else -1 for c in caches])
         return {"logits": torch.cat(outs, dim=1), "held": held}
 
-    return {"model": lab.attempt(lambda: run(TINY["n_layers"])), "one_block": lab.attempt(lambda: run(1))}
+    return {"model": lab.attempt(run, TINY["n_layers"]), "one_block": lab.attempt(run, 1)}
+
+
+# The end-to-end probes, each with its twin: the same run of the student's model holding the kit's attention,
+# which the grading runs only where the student's own failed its check (``Check.twin``).
+for _name, _probe, _golden in (("s10.gpt.leak", leak, False), ("s10.gpt.trained", trained_model, True),
+                               ("s10.gpt.writes", writes, True), ("s10.cached.model", cached_model, True)):
+    PROBES.add(_name, golden=_golden)(_probe)
+    PROBES.add(f"{_name}.twin")(partial(_probe, kit=True))
 
 
 # ---------------------------------------------------------------- the loops, on the kit's stand-in models

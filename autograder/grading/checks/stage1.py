@@ -2,7 +2,8 @@
 import torch
 
 from ...public import book
-from ..judging import close, describe_row_sums, expect, expect_book, expect_close, expect_rows_sum_to_one, get
+from ..judging import (close, describe_row_sums, expect, expect_book, expect_close, expect_rows_sum_to_one, get,
+                       naming_the_part)
 from ..pictures import book_weights
 from ..registry import NUMERIC, Checks, Fail
 
@@ -79,8 +80,12 @@ def attention_weights_all(obs, ctx):
     _book_and_extra(obs, ctx.golden, book.ATTN_WEIGHTS, "attention_weights_all(inputs)")
 
 
-printed("s1.context_vectors_all", 2, "context_vectors_all: all context vectors at once", book.ALL_CONTEXT_VECS,
-        "context_vectors_all(inputs)")
+@CHECKS.add("s1.context_vectors_all", points=2, probe="s1.context_vectors_all", devices=NUMERIC,
+            title="context_vectors_all: all context vectors at once", twin="s1.context_vectors_all.twin")
+def context_vectors_all(obs, ctx):
+    # The book's context_vectors_all calls attention_weights_all: a mistake there is named as the cause.
+    naming_the_part(obs, lambda o: _book_and_extra(o, ctx.golden, book.ALL_CONTEXT_VECS, "context_vectors_all(inputs)"),
+                    "attention_weights_all", own="context_vectors_all itself")
 
 
 CHECKS.pictures(draw={

@@ -20,13 +20,15 @@ from ...probes.stage10 import (BARE, BARE_SEED, EMBEDDED, GELU_X, HEADS_SAMPLE, 
 from ...public import tiny_gpt
 from ...public.pictures import Picture, head_pictures
 from ..judging import (check_eval, check_inverted_dropout, check_leak, close, expect, expect_close, expect_parameters,
-                       get)
+                       get, naming_the_part)
 from ..pictures import leak_map, observed_tensor
 from ..registry import NUMERIC, Checks, Fail
 
 CHECKS = Checks(10)
 
 GPT2_COUNT, GPT2_TIED = 163_009_536, 124_412_160  # the book's two printed counts
+# The earlier parts the end-to-end checks' twins put the kit's own of in the student's models (``naming_the_part``)
+ATTENTION, CACHED_ATTENTION = "MultiHeadAttention (stage 4)", "GroupedQueryAttention (stage 8)"
 GPT2_ATTENTION = 12 * 2_360_064  # twelve of stage 4's MultiHeadAttention(768, 768), as the book counts one
 
 
@@ -267,9 +269,10 @@ def gpt_dropout(obs, ctx):
 
 
 @CHECKS.add("s10.gpt.causal", points=1, probe="s10.gpt.leak", devices=NUMERIC,
-            title="GPTModel is causal: no logit depends on a later token", end_to_end=True)
+            title="GPTModel is causal: no logit depends on a later token", end_to_end=True,
+            twin="s10.gpt.leak.twin")
 def gpt_causal(obs, ctx):
-    check_leak(obs, "GPTModel")
+    naming_the_part(obs, lambda o: check_leak(get(o, "leak"), "GPTModel"), ATTENTION)
 
 
 # ---------------------------------------------------------------- the trained model
@@ -309,34 +312,41 @@ def gpt_loads(obs, ctx):
 
 @CHECKS.add("s10.gpt.trained", points=4, probe="s10.gpt.trained", devices=NUMERIC,
             title="with the trained weights, GPTModel gives the reference's logits and continues held-out text as "
-                  "it does", end_to_end=True)
+                  "it does", end_to_end=True, twin="s10.gpt.trained.twin")
 def gpt_trained(obs, ctx):
-    logits = get(obs, "logits")
-    expect_close(logits, ctx.golden["logits"], "the trained model's logits for 3 held-out prompts of 40 characters",
-                 atol=1e-3, rtol=1e-3, dtype=torch.float32)
-    expect_tokens(get(obs, "tokens"), ctx.golden["tokens"], "greedy text from the trained model (the kit's loop)",
-                  PROMPTS.shape[1])
+    def judge(o):
+        expect_close(get(o, "logits"), ctx.golden["logits"], "the trained model's logits for 3 held-out prompts of 40 "
+                     "characters", atol=1e-3, rtol=1e-3, dtype=torch.float32)
+        expect_tokens(get(o, "tokens"), ctx.golden["tokens"], "greedy text from the trained model (the kit's loop)",
+                      PROMPTS.shape[1])
+
+    naming_the_part(obs, judge, ATTENTION)
 
 
 @CHECKS.add("s10.gpt.writes", points=2, probe="s10.gpt.writes", devices=NUMERIC,
             title="end to end: your generate_greedy and generate_cached write the reference's text with the trained "
-                  "weights", end_to_end=True)
+                  "weights", end_to_end=True, twin="s10.gpt.writes.twin")
 def gpt_writes(obs, ctx):
-    for key, call in (("greedy", "generate_greedy(GPTModel"), ("cached", "generate_cached(CachedGPTModel")):
-        expect_tokens(get(obs, key), ctx.golden["greedy"], f"{call} with the trained weights, ...)", PROMPTS.shape[1])
+    for key, call, attention in (("greedy", "generate_greedy(GPTModel", ATTENTION),
+                                 ("cached", "generate_cached(CachedGPTModel", CACHED_ATTENTION)):
+        naming_the_part(obs, lambda o, key=key, call=call: expect_tokens(
+            get(o, key), ctx.golden["greedy"], f"{call} with the trained weights, ...)", PROMPTS.shape[1]), attention)
 
 
 @CHECKS.add("s10.cached.model", points=3, probe="s10.cached.model", devices=NUMERIC,
             title="CachedGPTModel fed in pieces with its caches gives the full model's logits; each cache grows by "
-                  "the tokens fed", end_to_end=True)
+                  "the tokens fed", end_to_end=True, twin="s10.cached.model.twin")
 def cached_model(obs, ctx):
-    judge_pieces(get(obs, "model"), ctx.golden["model"], "CachedGPTModel")
-    one_block = "CachedGPTModel with one block (n_layers=1)"
-    try:
-        result = get(obs, "one_block")
-    except Fail as failed:  # the error alone would not say that the model had a single block
-        raise Fail(f"{one_block}: {failed}") from None
-    judge_pieces(result, ctx.golden["one_block"], one_block)
+    def judge(o):
+        judge_pieces(get(o, "model"), ctx.golden["model"], "CachedGPTModel")
+        one_block = "CachedGPTModel with one block (n_layers=1)"
+        try:
+            result = get(o, "one_block")
+        except Fail as failed:  # the error alone would not say that the model had a single block
+            raise Fail(f"{one_block}: {failed}") from None
+        judge_pieces(result, ctx.golden["one_block"], one_block)
+
+    naming_the_part(obs, judge, CACHED_ATTENTION)
 
 
 def judge_pieces(result, golden, model):
@@ -481,4 +491,5 @@ def trained_heads(obs) -> list[Picture]:
     return list(head_pictures(weights, list(HEADS_SAMPLE), period=HEADS_SAMPLE.index(" ") + 1))
 
 
-CHECKS.pictures(draw={"s10.gpt.trained": trained_heads, "s10.gpt.leak": lambda o: leak_map(o, "GPTModel")})
+CHECKS.pictures(draw={"s10.gpt.trained": trained_heads,
+                      "s10.gpt.leak": lambda o: leak_map(o.get("leak") if isinstance(o, dict) else None, "GPTModel")})

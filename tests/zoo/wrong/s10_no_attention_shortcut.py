@@ -1,7 +1,8 @@
 """TransformerBlock forgets the shortcut around the attention: x = drop_shortcut(att(norm1(x)))."""
 MODULE = "gpt"
 LOSES = ["s10.block.forward", "s10.gpt.trained", "s10.gpt.writes"]
-MENTIONS = "no shortcut around the attention"
+MENTIONS = {"s10.block.forward": "no shortcut around the attention",
+            "s10.gpt.trained": "goes wrong here too: the mistake is in this stage's code"}
 ONLY = True
 
 
