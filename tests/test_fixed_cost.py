@@ -33,8 +33,10 @@ table, lab, watch = probes.load(), probes.Lab({solutions!r}), Watch()
 # A race is driven from the grading process: what its children run are its timed probes, each built
 # (seed None) and then asked for a round.
 timed = [(name, seed) for name, p in table.items() if p.timed for seed in (None, 1)]
-for task, seed in [(t, None) for t in plan(all_checks(), {{"cpu", "meta"}})] + [(Task("probe", n, "cpu"), s)
-                                                                                for n, s in timed]:
+# and the checks' twins, which a grading runs where a check failed
+twins = [(Task("probe", c.twin, d), None) for c in all_checks() if c.twin for d in c.devices if d in ("cpu", "meta")]
+for task, seed in [(t, None) for t in plan(all_checks(), {{"cpu", "meta"}})] + twins + [(Task("probe", n, "cpu"), s)
+                                                                                        for n, s in timed]:
     if task.kind != "probe" or table[task.name].race:
         continue
     hand = None if table[task.name].library_attention else confine.HandWritten()

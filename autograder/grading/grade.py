@@ -24,7 +24,7 @@ from .forms import expected_form, misfit, student_error
 from .golden import load_golden
 from .judging import cause_of, described, device_mismatch, holds_error
 from .pictures import draw
-from .registry import TWIN, Context, Fail, Note
+from .registry import Context, Fail, Note
 from .results import ERROR, FAILED, GRADER_ERROR, NOT_MEASURED, PASSED, Cause, CheckResult, Graded
 
 
@@ -64,9 +64,16 @@ def races_in(tasks):
 def worst_case(checks, devices, timeout_s=TASK_TIMEOUT_S):
     """``runner.worst_case_s`` of the plan of ``checks`` on ``devices``: the longest a grading of them runs."""
     tasks = plan(checks, devices)
-    twins = [Task("probe", c.twin, d) for c in checks if c.twin for d in c.devices if d in devices]
-    return worst_case_s(tasks, timeout_s, races_in(tasks)) + (
-        worst_case_s([t for t in tasks if t.kind == "import"] + twins, timeout_s) if twins else 0)
+    twins = twin_plan(checks, [(c, Task("probe", c.twin, d)) for c in checks if c.twin for d in c.devices
+                               if d in devices])
+    return worst_case_s(tasks, timeout_s, races_in(tasks)) + (worst_case_s(twins, timeout_s) if twins else 0)
+
+
+def twin_plan(checks, twinned) -> list[Task]:
+    """The second round's tasks: importing what the ``twinned`` checks' stages need, then their twin probes
+    (``twinned``: pairs of a check and its twin's task, each run once)."""
+    twins = list(dict.fromkeys(task for _, task in twinned))
+    return [Task("import", m) for m in modules_for({c.stage for c, _ in twinned})] + twins if twins else []
 
 
 def run_plan(submission, tasks, **options):
@@ -92,7 +99,7 @@ class Verdict:
     cause: Cause = Cause.STUDENT  # FAILED: why
 
 
-def judge(check, obs, golden, device) -> Verdict:
+def judge(check, obs, golden, device, twin=None) -> Verdict:
     """One check's verdict on one device. Never raises: a ``Fail`` is the student's, an observation
     unlike the reference's that the judge could not handle is the student's too (it could not be
     measured), and any other exception is the grader's own bug (ERROR), never the student's loss.
@@ -100,8 +107,11 @@ def judge(check, obs, golden, device) -> Verdict:
     A numeric check that failed on CUDA only because a tensor met one on the CPU is NOT_MEASURED
     there: where tensors belong is what the device checks judge, on ``meta``, the same on every machine,
     so the same code gets the same points with or without a GPU (the book's mask made inside a function
-    with ``torch.ones(n, n)`` runs on the CPU, and cannot on CUDA)."""
-    verdict = _judge(check, obs, golden, device)
+    with ``torch.ones(n, n)`` runs on the CPU, and cannot on CUDA).
+
+    ``twin``: what the check's twin probe returned, if it ran: it may add a sentence to the feedback of a
+    check that failed (``Context.twin``), and is read by nothing else here."""
+    verdict = _judge(check, obs, golden, device, twin)
     if verdict.status == FAILED and device == "cuda" and "cpu" in check.devices:
         met = device_mismatch(obs)
         if met:
@@ -109,13 +119,14 @@ def judge(check, obs, golden, device) -> Verdict:
     return verdict
 
 
-def _judge(check, obs, golden, device) -> Verdict:
+def _judge(check, obs, golden, device, twin=None) -> Verdict:
     try:
         if obs is None:
             return Verdict(FAILED, "no result came back for this check")
         if is_error_record(obs):
             return _failed(obs["error"])
-        note = check.judge(obs, Context(golden, device, {probe: load_golden()[probe] for probe in check.golden_of}))
+        note = check.judge(obs, Context(golden, device, {probe: load_golden()[probe] for probe in check.golden_of},
+                                        twin))
     except Fail as exc:
         return Verdict(FAILED, str(exc) or "failed", cause=exc.cause or Cause.STUDENT)
     except Exception:
@@ -181,17 +192,19 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
             options = {"timeout_s": timeout_s or TASK_TIMEOUT_S, "server": server,
                        "required": config.require_isolation, "threads": config.threads}
             run = run_plan(sub, tasks, **options, progress=counted(progress, len(tasks)) if progress else None)
-            twins = twin_tasks(checks, devices, run.observations, golden)
-            if twins:  # a second child: the student's model holding the kit's parts, where the first failed
-                again = run_plan(sub, [t for t in tasks if t.kind == "import"] + twins, **options)
-                run.observations.update({t: again.observations[t] for t in twins})
+            with one_thread():
+                twins = twin_plan(checks, failed_twins(checks, devices, run.observations, golden))
+            if twins:  # a second child: the same code holding the kit's own part, where the first run failed
+                again = run_plan(sub, twins, **options)
+                run.observations.update({t: again.observations[t] for t in twins if t.kind == "probe"})
         flagged = reviewed.result()
     _warn_once(run.isolation)
     results, errors, drawn = [], [], {}
     with one_thread():
         for c in checks:
             ran = [d for d in c.devices if d in devices]
-            verdicts = {d: judge(c, with_twin(c, d, run.observations), golden.get(c.probe), d) for d in ran}
+            verdicts = {d: judge(c, run.observations.get(Task("probe", c.probe, d)), golden.get(c.probe), d,
+                                 run.observations.get(Task("probe", c.twin, d)) if c.twin else None) for d in ran}
             errors += [(c.id, d, v.trace) for d, v in verdicts.items() if v.status == ERROR]
             results.append(combine(c, verdicts))
         if pictures:
@@ -202,25 +215,18 @@ def grade(submission, stages=None, devices=None, timeout_s=None, server=None, co
     return Graded(results, time.monotonic() - started, run.isolation, sub.origins, errors, notes, drawn, flagged)
 
 
-def twin_tasks(checks, devices, observations, golden) -> list[Task]:
-    """The twin probes (``Check.twin``) of the end-to-end checks that failed on ``devices``, on a run of the
-    student's model that completed: a run that raised says where already, and one that crashed or hung
-    is not asked to again."""
-    tasks = []
+def failed_twins(checks, devices, observations, golden) -> list[tuple]:
+    """(check, its twin's task) for each check with a twin (``Check.twin``) that failed on a device of
+    ``devices`` on a run that completed: a run that raised says where already, and one that crashed or
+    hung is not asked to again."""
+    failed = []
     for c in checks:
         for d in c.devices if c.twin else ():
             obs = observations.get(Task("probe", c.probe, d))
             if (d in devices and obs is not None and not holds_error(obs)
                     and judge(c, obs, golden.get(c.probe), d).status == FAILED):
-                tasks.append(Task("probe", c.twin, d))
-    return list(dict.fromkeys(tasks))
-
-
-def with_twin(check, device, observations):
-    """``check``'s observation on ``device``, holding its twin's under ``TWIN`` where the twin ran."""
-    obs = observations.get(Task("probe", check.probe, device))
-    twin = observations.get(Task("probe", check.twin, device)) if check.twin else None
-    return {**obs, TWIN: twin} if twin is not None and isinstance(obs, dict) else obs
+                failed.append((c, Task("probe", c.twin, d)))
+    return failed
 
 
 def missing_devices_note(checks, devices) -> str:

@@ -8,7 +8,7 @@ import torch
 from ..curriculum import STAGE_OF
 from ..public.book import PRINTED
 from ..public.feedback import describe_error, describe_mismatch, describe_row_sums, is_error_record
-from .registry import TWIN, Fail
+from .registry import Fail
 from .results import Cause
 
 BIAS_CASES = {"no_bias": "qkv_bias=False", "bias": "qkv_bias=True"}
@@ -88,26 +88,29 @@ def holds_error(tree) -> bool:
     return any(holds_error(v) for v in values)
 
 
-def naming_the_part(obs, judge, part, own="this stage's code"):
-    """A check of code that calls another ``part`` the student wrote, judged by ``judge(o)`` (raises ``Fail``).
-    Where it fails, the check's twin (``Check.twin``: the same run with the kit's own ``part`` in place of the
-    student's, under ``obs[TWIN]``) is judged alike, to say where the mistake is: in the student's ``part``,
-    whose own checks name it, or in their ``own`` code. A twin that did not run, or could not (an error
-    anywhere in it: a model that keeps its blocks elsewhere, a cache of its own form), adds nothing."""
+def naming_the_part(obs, ctx, judge, part, stage=None, own="this stage's code"):
+    """A check of code that calls another ``part`` the student wrote (of ``stage``, if another), judged by
+    ``judge(o)``, which raises ``Fail``. Where it fails, the check's twin (``ctx.twin``: the same run with
+    the kit's own ``part`` in place of the student's; ``Check.twin``) is judged alike, to say where the
+    mistake is: in the student's ``part``, or, where the twin fails too, in their ``own`` code (both may be
+    wrong). A twin that did not run, or did not complete (an error anywhere in it: a model that keeps its
+    blocks elsewhere, a cache of its own form, code that never called the part), adds nothing."""
     try:
         judge(obs)
     except Fail as failed:
-        twin = obs.get(TWIN) if isinstance(obs, dict) else None
+        twin = ctx.twin
         if not isinstance(twin, dict) or holds_error(twin):
             raise
-        said = str(failed).rstrip(". ")
+        said, where = str(failed).rstrip(". "), f"your {part}" + (f" (stage {stage})" if stage else "")
         try:
             judge(twin)
         except Fail:
-            raise Fail(f"{said}. With the kit's {part} in place of yours, it goes wrong here too: the mistake is "
+            raise Fail(f"{said}. With the kit's {part} in place of yours, this still fails, so there is a mistake "
                        f"in {own}", failed.cause) from None
-        raise Fail(f"{said}. With the kit's {part} in place of yours, this check passes: the mistake is in your "
-                   f"{part.split(' (')[0]}, whose own checks name it", failed.cause) from None
+        except Exception:  # a twin the judge cannot read says nothing, as one that did not run
+            raise failed from None
+        raise Fail(f"{said}. With the kit's {part} in place of yours, this passes: the mistake is in {where}; "
+                   "look there first", failed.cause) from None
 
 
 LAYER = torch.float32  # what the probes feed layers: a layer's output keeps its input's dtype

@@ -29,9 +29,6 @@ MOVES = ("meta", "cuda")  # device movement: meta works on every machine, cuda w
 VISIBLE = "visible"
 
 
-TWIN = "twin"  # where a judge finds its check's twin probe's observation (``Check.twin``)
-
-
 class Fail(Exception):
     """Raised by a judge: the message is the feedback a student reads; ``cause`` why it failed
     (``results.Cause``; by default the student's code is wrong)."""
@@ -44,11 +41,14 @@ class Fail(Exception):
 @dataclass(frozen=True)
 class Context:
     """What a judge is given besides the observation: the golden data of its probe (the reference's
-    observation, for deterministic probes; None otherwise), the device the probe ran on, and the golden
-    data of the other probes the check declared it compares with (``golden_of``: probe -> data)."""
+    observation, for deterministic probes; None otherwise), the device the probe ran on, the golden
+    data of the other probes the check declared it compares with (``golden_of``: probe -> data), and what
+    the check's twin probe returned where it ran (``twin``: see ``Check.twin``; None where it did not). The
+    twin stays apart from the observation, so that nothing judged of the student's run reads it."""
     golden: object
     device: str
     golden_of: dict = field(default_factory=dict)
+    twin: object = None
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,10 @@ class Check:
     # Runs the student's code of the stages this one builds on, on purpose (stage 10's model made of the
     # student's own attention): a slip there costs here too. Every other check prices one concept (docs/checks.md).
     end_to_end: bool = False
-    # An end-to-end check's second probe: the same run of the student's model holding the kit's parts. The
-    # grading runs it only where this check failed on a run that completed, and gives the judge what it
-    # returned under ``obs[TWIN]``, so that the feedback can say which part the mistake is in.
+    # For a check of code that calls another part the student wrote: a second probe, the same run with the
+    # kit's own part in its place. The grading runs it only where this check failed on a run that completed,
+    # and gives the judge what it returned (``Context.twin``), so that the feedback can say which part the
+    # mistake is in (``judging.naming_the_part``). It never changes the points.
     twin: str = ""
 
 
@@ -131,7 +132,8 @@ def registry() -> dict[str, Check]:
                 raise ValueError(f"duplicate check id {c.id!r}")
             if c.stage != stage or not c.id.startswith(f"s{stage}."):
                 raise ValueError(f"{c.id} is declared in the checks of stage {stage}")
-            for probe in (c.probe, *c.golden_of):  # else the child would end on a KeyError, blamed on the submission
+            # else the child would end on a KeyError, blamed on the submission
+            for probe in (c.probe, *c.golden_of, *[c.twin] * bool(c.twin)):
                 if probe not in probes.load():
                     raise ValueError(f"{c.id} names the probe {probe!r}, which no module of autograder/probes declares")
             found[c.id] = c

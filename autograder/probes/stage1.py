@@ -1,7 +1,7 @@
 """Stage 1 probes: the functions of simple.py on the book's inputs and on fresh ones."""
 import torch
 
-from .common import INPUTS, Probes, plain, randn
+from .common import INPUTS, ProbeError, Probes, plain, randn
 
 PROBES = Probes()
 
@@ -72,9 +72,21 @@ def context_vectors_all(lab, device):
 def context_vectors_all_twin(lab, device):
     """``context_vectors_all`` calling the kit's ``attention_weights_all`` in place of the student's: its
     check's twin, run where the check failed, to say which of the two functions the mistake is in."""
-    own = lab.simple.attention_weights_all
-    lab.simple.attention_weights_all = lambda inputs: torch.softmax(inputs @ inputs.T, dim=-1)
+    own, calls = lab.simple.attention_weights_all, []
+
+    def kits(inputs):
+        calls.append(1)
+        return torch.softmax(inputs @ inputs.T, dim=-1)
+
+    def run(inputs):
+        calls.clear()
+        out = _call(lab, "context_vectors_all", inputs)
+        if not calls:  # it computes its weights another way: the kit's function would name the wrong part
+            raise ProbeError("context_vectors_all did not call attention_weights_all")
+        return out
+
+    lab.simple.attention_weights_all = kits
     try:
-        return _book_and_extra(lab, device, "context_vectors_all", (INPUTS,), (EXTRA,))
+        return {"book": lab.attempt(run, INPUTS.to(device)), "extra": lab.attempt(run, EXTRA.to(device))}
     finally:
         lab.simple.attention_weights_all = own

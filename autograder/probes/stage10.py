@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 
 from ..public import tiny_gpt
+from ..public.feedback import is_error_record
 from ..public.pictures import attention_by_block
 from .common import (DROPOUT_P, ProbeError, Probes, eval_report, leak_report, linear_weights, load_by_name,
                      plain, randn)
@@ -127,22 +128,31 @@ class KitFeedForward(nn.Module):
         return self.outer(nn.functional.gelu(self.inner(x), approximate="tanh"))
 
 
-def cached_attention(x, weights, prefix, heads, cache=None):
-    """Stage 4's causal multi-head attention (no dropout, no qkv bias) of the known ``weights`` under
-    ``prefix``, by PyTorch's own pieces, in ``x``'s dtype, with stage 8's cache: ``cache`` holds the
-    ``(keys, values)`` of the tokens before ``x``'s (each (batch, heads, past, head_dim)), which ``x``'s
-    tokens see too. Returns the output and the cache of past + n tokens."""
+def cached_attention(x, weights, prefix, heads, cache=None, kv_heads=None):
+    """Stage 4's causal multi-head attention (no dropout) of the known ``weights`` under ``prefix`` (qkv
+    biases where they hold some), by PyTorch's own pieces, in ``x``'s dtype, with stage 8's cache and key
+    and value heads: ``cache`` holds the ``(keys, values)`` of the tokens before ``x``'s (each (batch,
+    kv_heads, past, head_dim)), which ``x``'s tokens see too. Returns the output and the cache of past + n
+    tokens."""
     b, n, d = x.shape
+    kv_heads = kv_heads or heads
     w = {name: weights[f"{prefix}{name}"].to(x) for name in
          ("W_query.weight", "W_key.weight", "W_value.weight", "out_proj.weight", "out_proj.bias")}
-    q, k, v = (nn.functional.linear(x, w[f"{p}.weight"]).view(b, n, heads, d // heads).transpose(1, 2)
-               for p in ("W_query", "W_key", "W_value"))
+    w.update({name: weights[f"{prefix}{name}"].to(x) for name in ("W_query.bias", "W_key.bias", "W_value.bias")
+              if f"{prefix}{name}" in weights})
+
+    def project(p, h):  # (batch, h heads, n, head_dim)
+        return nn.functional.linear(x, w[f"{p}.weight"], w.get(f"{p}.bias")).view(b, n, h, d // heads).transpose(1, 2)
+
+    q, k, v = project("W_query", heads), project("W_key", kv_heads), project("W_value", kv_heads)
     if cache is not None:
         k, v = torch.cat([cache[0].to(k), k], dim=2), torch.cat([cache[1].to(v), v], dim=2)
     past = k.shape[2] - n
     # query i sits at position past + i and sees keys 0 .. past + i (is_causal would align the wrong corners)
     seen = torch.arange(k.shape[2], device=x.device) <= past + torch.arange(n, device=x.device)[:, None]
-    context = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=seen)
+    shared = heads // kv_heads  # query heads per key/value head
+    context = nn.functional.scaled_dot_product_attention(q, k.repeat_interleave(shared, 1),
+                                                         v.repeat_interleave(shared, 1), attn_mask=seen)
     out = nn.functional.linear(context.transpose(1, 2).reshape(b, n, d), w["out_proj.weight"], w["out_proj.bias"])
     return out, (k, v)
 
@@ -153,11 +163,13 @@ def causal_attention(x, weights, prefix, heads):
 
 
 class KitAttention(nn.Module):
-    def __init__(self, weights, prefix, heads):
+    def __init__(self, weights, prefix, heads, kv_heads=None):
         super().__init__()
-        self.weights, self.prefix, self.heads = weights, prefix, heads
+        self.weights, self.prefix, self.heads, self.kv_heads = weights, prefix, heads, kv_heads
+        self.calls = 0
 
     def forward(self, x):
+        self.calls += 1
         return causal_attention(x, self.weights, self.prefix, self.heads)
 
 
@@ -165,19 +177,37 @@ class KitCachedAttention(KitAttention):
     """The kit's attention as a cached block holds it: ``forward(x, cache)`` returns ``(output, cache)``."""
 
     def forward(self, x, cache=None):
-        return cached_attention(x, self.weights, self.prefix, self.heads, cache)
+        self.calls += 1
+        return cached_attention(x, self.weights, self.prefix, self.heads, cache, self.kv_heads)
 
 
-def with_kit_attention(model, weights, heads, attention=KitAttention):
-    """``model`` (the student's GPTModel, or with ``KitCachedAttention`` their CachedGPTModel) with the kit's
-    attention of the same ``weights`` in every block's ``att``. An end-to-end check that fails runs its probe's
-    twin (``Check.twin``), made with this, and judges it as it judged the student's own model, to say whether
+KIT_ATTENTION = {"GPTModel": KitAttention, "CachedGPTModel": KitCachedAttention}
+
+
+def with_kit_attention(model, cls="GPTModel"):
+    """``model``, the student's ``cls``, with the kit's attention in every block's ``att`` in place of the
+    student's: of the student's own layer's weights (its parameters by name, biases too) and heads, so that
+    only how the attention computes changes, not how the block configured it. An end-to-end check that
+    failed judges this model's run (its twin, ``Check.twin``) as it judged the student's own, to say whether
     the mistake is in the attention (stages 4 and 8) or in this stage's code."""
     blocks = getattr(model, "trf_blocks", None)
     if not isinstance(blocks, (nn.Sequential, nn.ModuleList)):
         raise ProbeError("the model keeps no blocks in trf_blocks")
-    for i, block in enumerate(blocks):
-        block.att = attention(weights, f"trf_blocks.{i}.att.", heads)
+    for block in blocks:
+        own = getattr(block, "att", None)
+        heads = getattr(own, "num_heads", None)
+        if not isinstance(own, nn.Module) or not isinstance(heads, int):
+            raise ProbeError("a block has no att with its num_heads")
+        weights = {name: value.detach() for name, value in own.state_dict().items()}
+        block.att = KIT_ATTENTION[cls](weights, "", heads, getattr(own, "num_kv_heads", None))
+    return model
+
+
+def through_kit_attention(model):
+    """``model`` after a run, if every block called the kit's attention put in its ``att``: one that calls
+    its attention under another name ran the student's own, and a twin of it would name the wrong part."""
+    if not all(getattr(block.att, "calls", 0) for block in model.trf_blocks):
+        raise ProbeError("a block did not call its att")
     return model
 
 
@@ -338,10 +368,8 @@ class SoftTokens(nn.Module):
 
 def leak(lab, device, kit=False):
     def report():
-        model = small_gpt(lab)
-        if kit:
-            with_kit_attention(model, gpt_weights(SMALL, 120), SMALL["n_heads"])
-        return leak_report(SoftTokens(model), SMALL["vocab_size"], 7, device)
+        model = with_kit_attention(small_gpt(lab)) if kit else small_gpt(lab)
+        return ran(model, kit, leak_report(SoftTokens(model), SMALL["vocab_size"], 7, device))
 
     return {"leak": lab.attempt(report)}
 
@@ -370,9 +398,14 @@ def trained(lab, cls, device, n_layers=TINY["n_layers"], kit=False):
     left_out = [f"trf_blocks.{i}." for i in range(n_layers, TINY["n_layers"])]
     parameters = {k: v for k, v in TRAINED.items() if not k.endswith(".mask") and not k.startswith(tuple(left_out))}
     model = load_by_name(model, parameters, spare_biases=SPARED)
+    return (with_kit_attention(model, cls) if kit else model).to(device).eval()
+
+
+def ran(model, kit, result):
+    """``result`` of a run of ``model``; of a twin's (``kit``), only if every block called the kit's attention."""
     if kit:
-        with_kit_attention(model, TRAINED, TINY["n_heads"], KitCachedAttention if "Cached" in cls else KitAttention)
-    return model.to(device).eval()
+        through_kit_attention(model)
+    return result
 
 
 def kit_greedy(model, idx, steps, device):
@@ -392,11 +425,13 @@ def loads(lab, device):
 
 def trained_model(lab, device, kit=False):
     def logits():
+        model = trained(lab, "GPTModel", device, kit=kit)
         with torch.no_grad():
-            return plain(trained(lab, "GPTModel", device, kit=kit)(PROMPTS.to(device)), "the logits")
+            return ran(model, kit, plain(model(PROMPTS.to(device)), "the logits"))
 
     def tokens():
-        return kit_greedy(trained(lab, "GPTModel", device, kit=kit), PROMPTS, NEW_TOKENS, device)
+        model = trained(lab, "GPTModel", device, kit=kit)
+        return ran(model, kit, kit_greedy(model, PROMPTS, NEW_TOKENS, device))
 
     def sample_heads():
         if device != "cpu" or kit:
@@ -404,18 +439,22 @@ def trained_model(lab, device, kit=False):
         return plain(attention_by_block(trained(lab, "GPTModel", device), tiny_gpt.encode(HEADS_SAMPLE)),
                      "the attention weights")
 
-    return {"logits": lab.attempt(logits), "tokens": lab.attempt(tokens), "heads": lab.attempt(sample_heads)}
+    heads = lab.attempt(sample_heads)  # for the picture alone: one that cannot be drawn is not drawn
+    return {"logits": lab.attempt(logits), "tokens": lab.attempt(tokens),
+            "heads": None if is_error_record(heads) else heads}
 
 
 def writes(lab, device, kit=False):
     """The end to end: the student's own loops on the student's own models, with the trained weights."""
     def greedy():
         model = trained(lab, "GPTModel", device, kit=kit)
-        return plain(lab.gpt.generate_greedy(model, PROMPTS.to(device), NEW_TOKENS, TINY["context_length"]))
+        return ran(model, kit, plain(lab.gpt.generate_greedy(model, PROMPTS.to(device), NEW_TOKENS,
+                                                             TINY["context_length"])))
 
     def cached():
         model = trained(lab, "CachedGPTModel", device, kit=kit)
-        return plain(lab.gpt.generate_cached(model, PROMPTS.to(device), NEW_TOKENS, TINY["context_length"]))
+        return ran(model, kit, plain(lab.gpt.generate_cached(model, PROMPTS.to(device), NEW_TOKENS,
+                                                             TINY["context_length"])))
 
     return {"greedy": lab.attempt(greedy), "cached": lab.attempt(cached)}
 
@@ -448,17 +487,22 @@ def cached_model(lab, device, kit=False):
                                  + (f" of {len(caches)}" if isinstance(caches, (tuple, list)) else ""))
             held.append([int(c[0].shape[2]) if isinstance(c, (tuple, list)) and len(c) == 2
                          and isinstance(c[0], torch.Tensor) and c[0].dim() == 4 else -1 for c in caches])
-        return {"logits": torch.cat(outs, dim=1), "held": held}
+        return ran(model, kit, {"logits": torch.cat(outs, dim=1), "held": held})
 
     return {"model": lab.attempt(run, TINY["n_layers"]), "one_block": lab.attempt(run, 1)}
 
 
-# The end-to-end probes, each with its twin: the same run of the student's model holding the kit's attention,
-# which the grading runs only where the student's own failed its check (``Check.twin``).
-for _name, _probe, _golden in (("s10.gpt.leak", leak, False), ("s10.gpt.trained", trained_model, True),
-                               ("s10.gpt.writes", writes, True), ("s10.cached.model", cached_model, True)):
-    PROBES.add(_name, golden=_golden)(_probe)
-    PROBES.add(f"{_name}.twin")(partial(_probe, kit=True))
+def with_twins(*probes):
+    """Declare the end-to-end probes (name, function, golden), each with its twin: the same run of the student's
+    model holding the kit's attention, which the grading runs only where the student's own failed its check
+    (``Check.twin``)."""
+    for name, probe, golden in probes:
+        PROBES.add(name, golden=golden)(probe)
+        PROBES.add(f"{name}.twin")(partial(probe, kit=True))
+
+
+with_twins(("s10.gpt.leak", leak, False), ("s10.gpt.trained", trained_model, True), ("s10.gpt.writes", writes, True),
+           ("s10.cached.model", cached_model, True))
 
 
 # ---------------------------------------------------------------- the loops, on the kit's stand-in models

@@ -84,7 +84,8 @@ def attention_weights_all(obs, ctx):
             title="context_vectors_all: all context vectors at once", twin="s1.context_vectors_all.twin")
 def context_vectors_all(obs, ctx):
     # The book's context_vectors_all calls attention_weights_all: a mistake there is named as the cause.
-    naming_the_part(obs, lambda o: _book_and_extra(o, ctx.golden, book.ALL_CONTEXT_VECS, "context_vectors_all(inputs)"),
+    naming_the_part(obs, ctx, lambda o: _book_and_extra(o, ctx.golden, book.ALL_CONTEXT_VECS,
+                                                        "context_vectors_all(inputs)"),
                     "attention_weights_all", own="context_vectors_all itself")
 
 

@@ -27,8 +27,8 @@ from ..registry import NUMERIC, Checks, Fail
 CHECKS = Checks(10)
 
 GPT2_COUNT, GPT2_TIED = 163_009_536, 124_412_160  # the book's two printed counts
-# The earlier parts the end-to-end checks' twins put the kit's own of in the student's models (``naming_the_part``)
-ATTENTION, CACHED_ATTENTION = "MultiHeadAttention (stage 4)", "GroupedQueryAttention (stage 8)"
+# The earlier parts of which the end-to-end checks' twins put the kit's own in the student's models: name, stage
+ATTENTION, CACHED_ATTENTION = ("MultiHeadAttention", 4), ("GroupedQueryAttention", 8)
 GPT2_ATTENTION = 12 * 2_360_064  # twelve of stage 4's MultiHeadAttention(768, 768), as the book counts one
 
 
@@ -272,7 +272,7 @@ def gpt_dropout(obs, ctx):
             title="GPTModel is causal: no logit depends on a later token", end_to_end=True,
             twin="s10.gpt.leak.twin")
 def gpt_causal(obs, ctx):
-    naming_the_part(obs, lambda o: check_leak(get(o, "leak"), "GPTModel"), ATTENTION)
+    naming_the_part(obs, ctx, lambda o: check_leak(get(o, "leak"), "GPTModel"), *ATTENTION)
 
 
 # ---------------------------------------------------------------- the trained model
@@ -320,7 +320,7 @@ def gpt_trained(obs, ctx):
         expect_tokens(get(o, "tokens"), ctx.golden["tokens"], "greedy text from the trained model (the kit's loop)",
                       PROMPTS.shape[1])
 
-    naming_the_part(obs, judge, ATTENTION)
+    naming_the_part(obs, ctx, judge, *ATTENTION)
 
 
 @CHECKS.add("s10.gpt.writes", points=2, probe="s10.gpt.writes", devices=NUMERIC,
@@ -329,8 +329,8 @@ def gpt_trained(obs, ctx):
 def gpt_writes(obs, ctx):
     for key, call, attention in (("greedy", "generate_greedy(GPTModel", ATTENTION),
                                  ("cached", "generate_cached(CachedGPTModel", CACHED_ATTENTION)):
-        naming_the_part(obs, lambda o, key=key, call=call: expect_tokens(
-            get(o, key), ctx.golden["greedy"], f"{call} with the trained weights, ...)", PROMPTS.shape[1]), attention)
+        naming_the_part(obs, ctx, lambda o, key=key, call=call: expect_tokens(
+            get(o, key), ctx.golden["greedy"], f"{call} with the trained weights, ...)", PROMPTS.shape[1]), *attention)
 
 
 @CHECKS.add("s10.cached.model", points=3, probe="s10.cached.model", devices=NUMERIC,
@@ -346,7 +346,7 @@ def cached_model(obs, ctx):
             raise Fail(f"{one_block}: {failed}") from None
         judge_pieces(result, ctx.golden["one_block"], one_block)
 
-    naming_the_part(obs, judge, CACHED_ATTENTION)
+    naming_the_part(obs, ctx, judge, *CACHED_ATTENTION)
 
 
 def judge_pieces(result, golden, model):

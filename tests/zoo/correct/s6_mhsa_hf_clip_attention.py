@@ -20,10 +20,17 @@ float32 and is cast back, dropout is ``F.dropout`` with the layer's mode.
 MODULE = "practical"
 
 from types import SimpleNamespace
-from typing import Callable, Optional, Union, Unpack
+from typing import Callable, Optional, Union
 
 # ---- stand-ins for the library's names (ours) ----
 TransformersKwargs = dict
+
+
+class Unpack:  # typing.Unpack (Python 3.11+), as an annotation alone
+    def __class_getitem__(cls, item):
+        return item
+
+
 CLIPVisionConfig = CLIPTextConfig = SimpleNamespace
 ALL_ATTENTION_FUNCTIONS = {}
 

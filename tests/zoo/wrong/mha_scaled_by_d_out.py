@@ -2,8 +2,8 @@
 MODULE = "multihead"
 LOSES = ["s4.mha.known_weights", "s4.mha.seeded", "s10.gpt.trained", "s10.gpt.writes"]
 # stage 10's model runs this attention: its end-to-end checks name it as the cause
-MENTIONS = {"s10.gpt.trained": "this check passes: the mistake is in your MultiHeadAttention",
-            "s10.gpt.writes": "this check passes: the mistake is in your MultiHeadAttention"}
+MENTIONS = {"s10.gpt.trained": "this passes: the mistake is in your MultiHeadAttention (stage 4)",
+            "s10.gpt.writes": "this passes: the mistake is in your MultiHeadAttention (stage 4)"}
 
 
 class MultiHeadAttention(MultiHeadAttention):

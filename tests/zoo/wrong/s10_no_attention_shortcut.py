@@ -2,7 +2,7 @@
 MODULE = "gpt"
 LOSES = ["s10.block.forward", "s10.gpt.trained", "s10.gpt.writes"]
 MENTIONS = {"s10.block.forward": "no shortcut around the attention",
-            "s10.gpt.trained": "goes wrong here too: the mistake is in this stage's code"}
+            "s10.gpt.trained": "this still fails, so there is a mistake in this stage's code"}
 ONLY = True
 
 

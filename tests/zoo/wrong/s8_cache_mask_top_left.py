@@ -1,9 +1,10 @@
 """GroupedQueryAttention slices the mask as mask[:n, :past + n] (top-left): after a cache, the new tokens see only the first cached tokens."""
 MODULE = "modern"
-LOSES = ["s8.cache.incremental", "s8.cache.pieces", "s8.cache.reset", "s10.cached.model"]
+LOSES = ["s8.cache.incremental", "s8.cache.pieces", "s8.cache.reset", "s10.cached.model", "s10.gpt.writes"]
 MENTIONS = {"s8.cache.incremental": "one token at a time",
-            # stage 10's cached model runs this attention: its end-to-end check names it as the cause
-            "s10.cached.model": "this check passes: the mistake is in your GroupedQueryAttention"}
+            # stage 10's cached model runs this attention: its end-to-end checks name it as the cause
+            "s10.cached.model": "this passes: the mistake is in your GroupedQueryAttention (stage 8)",
+            "s10.gpt.writes": "this passes: the mistake is in your GroupedQueryAttention (stage 8)"}
 ONLY = True
 
 

@@ -3,7 +3,7 @@ MODULE = "simple"
 LOSES = ["s1.attention_weights_all", "s1.context_vectors_all"]
 MENTIONS = {"s1.attention_weights_all": "sums to",
             # context_vectors_all calls attention_weights_all: its feedback names that as the cause
-            "s1.context_vectors_all": "this check passes: the mistake is in your attention_weights_all"}
+            "s1.context_vectors_all": "this passes: the mistake is in your attention_weights_all; look there first"}
 ONLY = True
 
 
