@@ -1,7 +1,10 @@
 """docs/instructors/new-stage.md, followed to the letter: its files written into a copy of the kit, its
 curriculum row added, the kit built, and the new stage graded (reference, stub, a wrong solution) and
 self-checked. What the guide says is the whole of adding a stage: no file outside the stage's own but
-the curriculum is touched, and the kit's own stages grade as before."""
+the curriculum is touched, and the kit's own stages grade as before.
+
+The guide's stage is stage 11. Where the kit has a stage 11 of its own, the copy gives the guide's stage the
+next free number, as an instructor would, and every number here follows the registry."""
 from __future__ import annotations
 
 import json
@@ -13,25 +16,49 @@ from pathlib import Path
 
 import pytest
 
+from autograder.curriculum import STAGES
+from autograder.grading.registry import max_points
+
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "instructors" / "new-stage.md"
 BLOCK = re.compile(r"^```python (file|row)=(\S+)\n(.*?)^```$", re.M | re.S)
 CURRICULUM = "autograder/curriculum.py"
-END_OF_STAGES = "    )\n}\n"  # the tuple of rows in STAGES, closed
+END_OF_STAGES = ")\n\nSTAGE_OF"  # the rows of STAGES, closed
+GUIDES_NUMBER = 11
+NUMBER = GUIDES_NUMBER if GUIDES_NUMBER not in STAGES else max(STAGES) + 1  # the guide's stage, in the copy
+KITS_POINTS = sum(max_points(s) for s in STAGES)
 
 
-def guide_blocks():
-    """(kind, path, text) of each file and row the guide gives, in its order."""
-    return [(m.group(1), m.group(2), m.group(3)) for m in BLOCK.finditer(GUIDE.read_text())]
+def renumbered(text: str) -> str:
+    """The guide's stage 11 as stage ``NUMBER``: in its paths (``stage11``), check ids (``s11.``) and rows."""
+    return re.sub(rf"(?<=stage){GUIDES_NUMBER}(?!\d)|(?<=\bs){GUIDES_NUMBER}(?=\.)|(?<![\w.]){GUIDES_NUMBER}(?!\d)",
+                  str(NUMBER), text)
+
+
+def guide_blocks(number=True):
+    """(kind, path, text) of each file and row the guide gives, in its order; as stage ``NUMBER`` unless
+    ``number`` is False (as the guide prints them)."""
+    found = [(m.group(1), m.group(2), m.group(3)) for m in BLOCK.finditer(GUIDE.read_text())]
+    return [(kind, renumbered(path), renumbered(text)) for kind, path, text in found] if number else found
 
 
 def test_the_guide_gives_the_stage_files_and_one_curriculum_row():
-    blocks = guide_blocks()
+    blocks = guide_blocks(number=False)
     files = [path for kind, path, _ in blocks if kind == "file"]
     assert files == ["solutions/attention_lab/alibi.py", "autograder/probes/stage11.py",
                      "autograder/grading/checks/stage11.py", "assignments/tests/test_stage11_alibi.py"]
     assert [path for kind, path, _ in blocks if kind == "row"] == [CURRICULUM]
-    assert not [p for p in files if (ROOT / p).exists()], "the guide's stage must be new to the kit"
+    numbered = [path for kind, path, _ in guide_blocks() if kind == "file"]
+    assert not [p for p in numbered if (ROOT / p).exists()], "the guide's stage, numbered, must be new to the kit"
+
+
+def test_a_stage_number_given_twice_is_refused_with_a_sentence():
+    from autograder.curriculum import Stage, numbered
+
+    with pytest.raises(ValueError, match="stage 3 is in the curriculum twice .* the next free number, 4"):
+        numbered(STAGES[1], STAGES[2], STAGES[3], Stage(3, "alibi", "attention with linear biases", "slopes"))
+    with pytest.raises(ValueError, match="module 'simple' is in the curriculum twice"):
+        numbered(STAGES[1], Stage(2, "simple", "again", "the same module"))
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +114,8 @@ def test_the_copy_is_the_kit_the_guide_extends(kit):
 
 def test_the_reference_gets_every_point_of_the_new_stage(kit, tmp_path):
     copy, _ = kit
-    results = graded(copy, copy / "solutions", tmp_path, 11)
-    assert set(results) == {"s11.slopes", "s11.bias"}
+    results = graded(copy, copy / "solutions", tmp_path, NUMBER)
+    assert set(results) == {f"s{NUMBER}.slopes", f"s{NUMBER}.bias"}
     assert all(score == top for score, top, _ in results.values()), results
     assert sum(top for _, top, _ in results.values()) == 3
 
@@ -97,7 +124,7 @@ def test_the_stub_is_not_started_and_gets_nothing(kit, tmp_path):
     copy, _ = kit
     stub = (copy / "assignments" / "attention_lab" / "alibi.py").read_text()
     assert "### BEGIN SOLUTION" not in stub and stub.count("raise NotImplementedError()") == 2
-    results = graded(copy, copy / "assignments", tmp_path, 11)
+    results = graded(copy, copy / "assignments", tmp_path, NUMBER)
     assert all(score == 0 and "not implemented yet" in out for score, _, out in results.values()), results
 
 
@@ -111,25 +138,25 @@ def test_a_wrong_alibi_loses_the_check_it_breaks(kit, tmp_path):
     source = module.read_text()
     assert source.count("start = 2.0 ** (-8.0 / num_heads)") == 1
     module.write_text(source.replace("start = 2.0 ** (-8.0 / num_heads)", "start = 0.5"))
-    results = graded(copy, wrong, tmp_path, 11)
-    assert results["s11.slopes"][0] == 0 and "alibi_slopes(" in results["s11.slopes"][2], results
-    assert results["s11.bias"][0] == 0, results
+    results = graded(copy, wrong, tmp_path, NUMBER)
+    assert results[f"s{NUMBER}.slopes"][0] == 0 and "alibi_slopes(" in results[f"s{NUMBER}.slopes"][2], results
+    assert results[f"s{NUMBER}.bias"][0] == 0, results
 
 
 def test_the_kits_own_stages_grade_as_before(kit, tmp_path):
     copy, _ = kit
     results = graded(copy, copy / "solutions", tmp_path)
     assert all(score == top for score, top, _ in results.values()), [k for k, v in results.items() if v[0] != v[1]]
-    assert sum(top for _, top, _ in results.values()) == 303  # the kit's 300 and the new stage's 3
+    assert sum(top for _, top, _ in results.values()) == KITS_POINTS + 3  # the kit's, and the new stage's 3
 
 
 def test_the_students_self_checks_select_the_new_stage_by_its_marker(kit):
     copy, _ = kit
-    reference = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "stage11"],
+    reference = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", f"stage{NUMBER}"],
                                cwd=copy / "assignments", capture_output=True, text=True, timeout=300,
                                env={"ATTENTION_LAB_SUBMISSION": str(copy / "solutions"), "PATH": "/usr/bin:/bin"})
     assert reference.returncode == 0 and "2 passed" in reference.stdout, reference.stdout[-2000:]
-    stub = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "stage11"],
+    stub = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", f"stage{NUMBER}"],
                           cwd=copy / "assignments", capture_output=True, text=True, timeout=300)
     assert stub.returncode == 1 and "2 failed" in stub.stdout, stub.stdout[-2000:]
 
@@ -155,7 +182,7 @@ def test_the_nbgrader_course_has_a_notebook_for_the_new_stage(kit, tmp_path):
     copy, _ = kit
     done = cli(copy, "nbgrader", "init", str(tmp_path / "course"))
     assert done.returncode == 0, done.stderr[-3000:]
-    notebook = json.loads((tmp_path / "course" / "source" / "attention" / "stage11_alibi.ipynb").read_text())
+    notebook = json.loads((tmp_path / "course" / "source" / "attention" / f"stage{NUMBER}_alibi.ipynb").read_text())
     text = "\n".join("".join(cell["source"]) for cell in notebook["cells"])
     assert "ALiBi, attention with linear biases" in text and "### BEGIN SOLUTION" in text
     assert "def alibi_slopes(num_heads):" in text and "def alibi_bias(num_heads, num_tokens):" in text
