@@ -65,6 +65,13 @@ def main(argv=None):
     b.add_argument("--check", action="store_true", help="only report drift; exit 1 if anything differs")
     b.add_argument("--no-golden", action="store_true", help="skip the golden data (faster)")
 
+    ns = sub.add_parser("new-stage", help="write a new stage's own files and its curriculum row "
+                        "(docs/instructors/new-stage.md)")
+    ns.add_argument("number", type=int, help="the stage's number: the next free one")
+    ns.add_argument("module", help="the module its students write, attention_lab/MODULE.py")
+    ns.add_argument("--title", default="", help="what the stage is, in a few words (the curriculum row's title)")
+    ns.add_argument("--teaches", default="", help="what it teaches, in a line (the curriculum row's)")
+
     n = sub.add_parser("nbgrader", help="an nbgrader course generated from solutions/")
     n_sub = n.add_subparsers(dest="action", required=True)
     i = n_sub.add_parser("init", help="write nbgrader_config.py and source/ASSIGNMENT/ into COURSE_DIR")
@@ -136,7 +143,7 @@ def main(argv=None):
         print(args.course.describe(verbose=getattr(args, "verbose", False)), file=sys.stderr)
         for warning in args.course.warnings:
             print(f"attention-lab: warning: {warning}", file=sys.stderr)
-    return {"grade": _grade, "grade-all": _grade_all, "build": _build, "nbgrader": _nbgrader,
+    return {"grade": _grade, "grade-all": _grade_all, "build": _build, "new-stage": _new_stage, "nbgrader": _nbgrader,
             "export": _export, "config": _config}[args.command](args)
 
 
@@ -266,6 +273,23 @@ def _grade_all(args):
               "problem column); run the same command again to grade them again (after a fix of the kit, add "
               "--keep-records to grade only those)", file=sys.stderr)
         return Exit.FAILED
+    return Exit.OK
+
+
+def _new_stage(args):
+    from .authoring.new_stage import new_stage
+    from .errors import UsageError
+    from .paths import KIT_ROOT
+
+    try:
+        written = new_stage(args.number, args.module, args.title, args.teaches)
+    except UsageError as exc:
+        print(f"attention-lab: {exc}", file=sys.stderr)
+        return Exit.USAGE
+    for path in written:
+        print(f"wrote {path.relative_to(KIT_ROOT)}")
+    print(f"next: attention-lab build, then python -m tools.stage_tests {args.number}; then write the stage's own "
+          f"function in place of the example, file by file (docs/instructors/new-stage.md)")
     return Exit.OK
 
 

@@ -135,7 +135,32 @@ def pytest_collection_modifyitems(config, items):
     for item in items:  # the same units are the slow end-to-end runs a developer may skip locally
         if rank(item) < len(LONGEST_FIRST):
             item.add_marker(pytest.mark.slow)
+        stage = stage_of(item)
+        if stage is not None:
+            item.add_marker(f"stage{stage}")
     items.sort(key=rank)  # stable: within a unit, and for the rest, the order stays as collected
+
+
+def stage_of(item):
+    """The stage a test of one stage is about (``-m stageN`` runs them: ``python -m tools.stage_tests N``), by
+    its parameters: a zoo entry (its ``MODULE``), a module's name, a check, or a stage; None for the rest."""
+    from autograder.curriculum import STAGE_OF, Stage
+    from autograder.grading.registry import Check
+
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for value in params.values():
+        if isinstance(value, Check):
+            return value.stage
+        if isinstance(value, Stage):
+            return value.number
+    if isinstance(params.get("path"), Path) and params["path"].is_relative_to(ROOT / "tests" / "zoo"):
+        from tools.zoo import read_entry
+
+        return STAGE_OF.get(read_entry(params["path"])["MODULE"])
+    if params.get("module") in STAGE_OF:
+        return STAGE_OF[params["module"]]
+    stage = params.get("stage")
+    return stage if isinstance(stage, int) and not isinstance(stage, bool) else None
 
 
 # Where one module's parametrized tests are hundreds of independent gradings, its module going whole to
@@ -170,6 +195,10 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_configure(config):
+    from autograder.curriculum import STAGES
+
+    for number in STAGES:  # the markers of one stage's tests (``stage_of``)
+        config.addinivalue_line("markers", f"stage{number}: the tests of stage {number} alone")
     # CI sets ATTENTION_LAB_ISOLATION_TESTS=required and must run everything: no skipping the slow runs.
     if os.environ.get("ATTENTION_LAB_ISOLATION_TESTS") == "required" and "slow" in (config.option.markexpr or ""):
         raise pytest.UsageError("CI runs every test: -m must not leave out the slow end-to-end runs")

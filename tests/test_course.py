@@ -60,7 +60,7 @@ def test_each_public_check_has_a_locked_cell_of_0_points_that_asserts_it(files, 
     cells = [c for c in notebook(files, stage)["cells"] if runs_public_checks(nbgrader_meta(c)["grade_id"])]
     path = root / "assignments" / "tests" / f"test_stage{stage.number}_{stage.module}.py"
     tests = re.findall(r"^def (test_\w+)\(", path.read_text(), flags=re.M)
-    assert len(cells) == len(tests) > 5
+    assert len(cells) == len(tests) >= 1  # every stage has self-checks, an instructor's of one test too
     for cell, test in zip(cells, tests):
         meta = nbgrader_meta(cell)
         assert meta["grade"] and meta["locked"] and meta["points"] == 0 and not meta["solution"], meta

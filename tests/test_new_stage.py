@@ -46,7 +46,9 @@ def test_the_guide_gives_the_stage_files_and_one_curriculum_row():
     blocks = guide_blocks(number=False)
     files = [path for kind, path, _ in blocks if kind == "file"]
     assert files == ["solutions/attention_lab/alibi.py", "autograder/probes/stage11.py",
-                     "autograder/grading/checks/stage11.py", "assignments/tests/test_stage11_alibi.py"]
+                     "autograder/grading/checks/stage11.py", "assignments/tests/test_stage11_alibi.py",
+                     "tests/zoo/wrong/s11_alibi_slopes_remembered.py",
+                     "tests/zoo/correct/s11_alibi_slopes_by_exponent.py"]
     assert [path for kind, path, _ in blocks if kind == "row"] == [CURRICULUM]
     numbered = [path for kind, path, _ in guide_blocks() if kind == "file"]
     assert not [p for p in numbered if (ROOT / p).exists()], "the guide's stage, numbered, must be new to the kit"
@@ -61,17 +63,22 @@ def test_a_stage_number_given_twice_is_refused_with_a_sentence():
         numbered(STAGES[1], Stage(2, "simple", "again", "the same module"))
 
 
-@pytest.fixture(scope="module")
-def kit(tmp_path_factory):
-    """A copy of the kit's files (those git tracks or would, as in the working tree), with the guide's stage
-    added: the stage's files written, the row appended, and ``attention-lab build`` run."""
-    copy = tmp_path_factory.mktemp("kit") / "attention-lab"
+def copied_kit(copy: Path) -> Path:
+    """A copy of the kit's files at ``copy``: those git tracks or would, as in the working tree."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                             capture_output=True, check=True).stdout
     for rel in filter(None, listed.decode().split("\0")):
         if (ROOT / rel).is_file():
             (copy / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, copy / rel)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory):
+    """A copy of the kit's files (those git tracks or would, as in the working tree), with the guide's stage
+    added: the stage's files written, the row appended, and ``attention-lab build`` run."""
+    copy = copied_kit(tmp_path_factory.mktemp("kit") / "attention-lab")
     for kind, rel, text in guide_blocks():
         if kind == "file":
             (copy / rel).write_text(text)
@@ -128,19 +135,26 @@ def test_the_stub_is_not_started_and_gets_nothing(kit, tmp_path):
     assert all(score == 0 and "not implemented yet" in out for score, _, out in results.values()), results
 
 
-def test_a_wrong_alibi_loses_the_check_it_breaks(kit, tmp_path):
-    """Slopes of 1/2 ... for any head count (the formula for 8 heads, remembered): the slopes check is
-    lost with feedback naming a head count, and the bias, built from them, too."""
+@pytest.mark.parametrize("slip, said, bias_too", [
+    # slopes of 1/2 ... for any head count: the 8 heads' slopes, remembered
+    (("start = 2.0 ** (-8.0 / n)", "start = 0.5"), "alibi_slopes(", True),
+    # 2 ** (-8 / n) for every n, right for powers of two alone: the bias, of 4 heads, is right, and keeps its points
+    (("below = 2 ** int(math.log2(num_heads))", "below = num_heads"), "6 heads, not a power of two", False),
+    # a float64 table
+    (("dtype=torch.float32)", "dtype=torch.float64)"), "has dtype float64; it should be float32", True)])
+def test_a_wrong_alibi_loses_the_check_it_breaks(kit, tmp_path, slip, said, bias_too):
+    """The slopes check is lost with feedback naming the case, and the bias, built from the slopes, where the
+    slip reaches its 4 heads."""
     copy, _ = kit
     wrong = tmp_path / "wrong"
     shutil.copytree(copy / "solutions", wrong)
     module = wrong / "attention_lab" / "alibi.py"
     source = module.read_text()
-    assert source.count("start = 2.0 ** (-8.0 / num_heads)") == 1
-    module.write_text(source.replace("start = 2.0 ** (-8.0 / num_heads)", "start = 0.5"))
+    assert source.count(slip[0]) == 1
+    module.write_text(source.replace(*slip))
     results = graded(copy, wrong, tmp_path, NUMBER)
-    assert results[f"s{NUMBER}.slopes"][0] == 0 and "alibi_slopes(" in results[f"s{NUMBER}.slopes"][2], results
-    assert results[f"s{NUMBER}.bias"][0] == 0, results
+    assert results[f"s{NUMBER}.slopes"][0] == 0 and said in results[f"s{NUMBER}.slopes"][2], results
+    assert (results[f"s{NUMBER}.bias"][0] == 0) == bias_too, results
 
 
 def test_the_kits_own_stages_grade_as_before(kit, tmp_path):
@@ -160,6 +174,18 @@ def test_the_students_self_checks_select_the_new_stage_by_its_marker(kit):
                           cwd=copy / "assignments", capture_output=True, text=True, timeout=300)
     assert stub.returncode == 1 and "2 failed" in stub.stdout, stub.stdout[-2000:]
 
+
+
+def test_the_guides_zoo_entries_lose_and_keep_what_they_say(kit):
+    """The guide's wrong entry loses s11.slopes alone, with the words it names; its correct one keeps every point:
+    the kit's own zoo test, run in the copy on the new stage's entries (``-m stageN``)."""
+    copy, _ = kit
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "tests/test_zoo.py",
+                           "-m", f"stage{NUMBER}"], cwd=copy, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:]
+    for ran in ("test_wrong_entry_is_caught[s11_alibi_slopes_remembered]",
+                "test_correct_entry_gets_full_marks[s11_alibi_slopes_by_exponent]"):
+        assert f"PASSED tests/test_zoo.py::{ran}" in done.stdout, done.stdout[-3000:]
 
 
 def test_a_check_naming_a_probe_nobody_declared_is_the_kits_error_not_the_students(monkeypatch):

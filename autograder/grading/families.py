@@ -35,24 +35,29 @@ FAMILIES = {
                       lambda obs, ctx, name: check_dropout(get(obs, "out"), DROPOUT_P, name), draw=dropout_map),
     "eval": Family("eval", "{name} in eval mode is deterministic and equals dropout=0",
                    lambda obs, ctx, name: check_eval(obs, name)),
-    "device": Family("device", "{name} moves to another device, mask included",
-                     lambda obs, ctx, name: check_device(obs, ctx.device, name), devices=MOVES,
+    "device": Family("device", "{name} moves to another device{buffers}",
+                     lambda obs, ctx, name, buffers: check_device(obs, ctx.device, name, buffers), devices=MOVES,
                      draw=moved_and_left),
     "gradients": Family("gradients", "gradients reach every parameter of {name}",
                         lambda obs, ctx, name: check_gradients(obs, name)),
 }
 
 
-def layer(checks: Checks, prefix: str, name: str, titles: dict | None = None, **points: int) -> None:
+def layer(checks: Checks, prefix: str, name: str, titles: dict | None = None, buffers: tuple = ("mask",),
+          **points: int) -> None:
     """Declare on ``checks`` the family checks of one layer (``name``, its class): ``points`` gives each
     family declared its points, in the order they are listed (``no_leak=2, dropout=2, eval=1``), as check
     ``<prefix>.<family>`` of probe ``<prefix>.<the family's probe>``; ``titles`` replaces a family's
-    usual title where this layer's says more."""
+    usual title where this layer's says more. ``buffers``: the tensors the layer's contract keeps as
+    buffers, by name, which the device family requires on the device (its probe's ``device_report`` is
+    given the same names); none for a layer of parameters alone."""
+    moved = f", {' and '.join(buffers)} included" if buffers else ""
     for family, worth in points.items():
         kind = FAMILIES[family]
-        title = (titles or {}).get(family) or kind.title.format(name=name, p=DROPOUT_P)
+        title = (titles or {}).get(family) or kind.title.format(name=name, p=DROPOUT_P, buffers=moved)
+        judge = functools.partial(kind.judge, name=name, **({"buffers": tuple(buffers)} if family == "device" else {}))
         checks.add(f"{prefix}.{family}", points=worth, probe=f"{prefix}.{kind.probe}", devices=kind.devices,
-                   title=title)(functools.partial(kind.judge, name=name))
+                   title=title)(judge)
         if kind.draw is not None:  # a stage's own way to draw the probe (``Checks.pictures``) comes first
             checks.drawn.setdefault(f"{prefix}.{kind.probe}", functools.partial(kind.draw, what=name))
 

@@ -406,12 +406,15 @@ def check_gradients(obs, what):
            "and not detached or replaced by a plain tensor?)")
 
 
-def check_device(obs, device, what):
-    """Judge ``device_report``: by where the module's tensors went and which devices its forward met,
-    and by its forward where it ran (``forward_failure``)."""
+def check_device(obs, device, what, buffers=("mask",)):
+    """Judge ``device_report``: by where the module's tensors went (each of ``buffers``, the contract's, a
+    registered buffer on ``device``) and which devices its forward met, and by its forward where it ran
+    (``forward_failure``). The names come from the contract, never from the report."""
     rep = get(obs)
-    expect(rep["mask_is_buffer"], f"{what}.mask is not a registered buffer, so .to({device!r}) does not move it")
-    expect(rep["mask_device"] == device, f"after {what}.to({device!r}) the mask is on {rep['mask_device']}")
+    for name in buffers:
+        kept = rep["buffers"].get(name, {"is_buffer": False, "device": "none"})
+        expect(kept["is_buffer"], f"{what}.{name} is not a registered buffer, so .to({device!r}) does not move it")
+        expect(kept["device"] == device, f"after {what}.to({device!r}) the {name} is on {kept['device']}")
     expect(not rep["left_behind"], f"after {what}.to({device!r}) these tensors stayed behind: "
            f"{', '.join(map(str, rep['left_behind']))}; a tensor the module needs must be a parameter or a buffer")
     expect(not rep["strays"], f"{what}.forward on {device} used a tensor that is not on {device} "

@@ -147,8 +147,11 @@ def moved_and_left(obs, what) -> list[Picture]:
         left = report.get("left_behind")
         stayed: list = left if isinstance(left, list) else []
         rows += [(f"{layer}{name}", False) for name in stayed]
-        if "mask" not in stayed and report.get("mask_device") not in (None, "none"):
-            rows.append((f"{layer}mask (on {report['mask_device']})", report.get("mask_device") != "cpu"))
+        kept = report.get("buffers")
+        for name, where in (kept.items() if isinstance(kept, dict) else ()):
+            went = where.get("device") if isinstance(where, dict) else None
+            if name not in stayed and went not in (None, "none"):
+                rows.append((f"{layer}{name} (on {went})", went != "cpu"))
     if not rows:
         return []
     return [listing(rows, f"{what}: what .to(device) moved", "moved", "stayed behind on the cpu", "device")]

@@ -419,19 +419,22 @@ def left_behind(module, device):
     return sorted(found)
 
 
-def device_report(lab, build, weights, device, d_in, spare_biases=False):
+def device_report(lab, build, weights, device, d_in, spare_biases=False, buffers=("mask",)):
     """Move a module to ``device``: where do its tensors go, and what does forward meet there?
-    (``weights`` loaded by ``load_by_name``, with ``spare_biases``.)"""
+    (``weights`` loaded by ``load_by_name``, with ``spare_biases``.) ``buffers``: the names of the tensors
+    the contract keeps on the module as buffers (a causal mask, rotary tables; none for a layer of
+    parameters alone), each reported: a registered buffer or not, and where it went."""
     module = load_by_name(build(), weights, spare_biases)
     x = randn(2, 5, d_in, seed=31)
     module.eval()
     # Its own numbers on the CPU, to compare with the device's; code that fails here is the numeric checks' to judge.
     reference = lab.attempt(lambda: plain(module(x.clone()))) if device != "meta" else None
     module.to(device)
-    mask = getattr(module, "mask", None)
+    registered = dict(module.named_buffers())
     report = {
-        "mask_is_buffer": "mask" in dict(module.named_buffers()),
-        "mask_device": mask.device.type if isinstance(mask, torch.Tensor) else "none",
+        "buffers": {name: {"is_buffer": name in registered,
+                           "device": kept.device.type if isinstance(kept := getattr(module, name, None), torch.Tensor)
+                           else "none"} for name in buffers},
         "left_behind": left_behind(module, device),
     }
     trace = DeviceTrace(device)

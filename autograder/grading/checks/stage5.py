@@ -43,9 +43,10 @@ def without_device(obs, ctx):
     """Judged by where the mask is. That forward then fails is asked only of a real device: on
     ``meta`` an in-place ``masked_fill_`` with a CPU mask does not raise (the seeds' own code)."""
     rep = get(obs, WITHOUT)
-    expect(not rep["mask_is_buffer"], f"{WITHOUT}.mask should not be a buffer")
-    expect(rep["mask_device"] == "cpu", f"after .to('{ctx.device}') the plain mask should stay on cpu, "
-           f"it is on {rep['mask_device']}")
+    mask = rep["buffers"]["mask"]
+    expect(not mask["is_buffer"], f"{WITHOUT}.mask should not be a buffer")
+    expect(mask["device"] == "cpu", f"after .to('{ctx.device}') the plain mask should stay on cpu, "
+           f"it is on {mask['device']}")
     if ctx.device != "meta":
         fwd = rep["forward"]
         expect(is_error_record(fwd) and device_mismatch(fwd),

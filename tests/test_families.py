@@ -1,0 +1,74 @@
+"""The family checks for layers other than the kit's own (``grading.families``): the device family over the
+buffers a layer's contract names, or none. The kit's stages keep theirs (a causal ``mask``), graded by the zoo;
+these are layers of another kind: one of parameters alone, and one that keeps rotary tables."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from autograder.grading.families import layer
+from autograder.grading.judging import check_device
+from autograder.grading.registry import Checks, Fail
+from autograder.paths import KIT_ROOT
+from autograder.probes.common import Lab, device_report
+
+
+class Plain(nn.Module):
+    """Parameters alone: nothing the contract keeps as a buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class Tables(Plain):
+    """Rotary-style tables kept on the module, as buffers or (``registered=False``) as plain attributes."""
+
+    def __init__(self, registered=True):
+        super().__init__()
+        cos = torch.cos(torch.arange(5.0))[:, None].expand(5, 4).clone()
+        if registered:
+            self.register_buffer("cos", cos)
+        else:
+            self.cos = cos
+
+    def forward(self, x):
+        return self.proj(x) * self.cos[: x.shape[1]]
+
+
+def judged(module, buffers):
+    """``module`` moved to meta and judged by the device family with the contract's ``buffers``."""
+    report = device_report(Lab(KIT_ROOT / "solutions"), lambda: module, {}, "meta", 4, buffers=buffers)
+    return check_device(report, "meta", type(module).__name__, buffers)
+
+
+def test_a_layer_of_parameters_alone_moves_with_no_buffer_asked_of_it():
+    judged(Plain(), ())
+    with pytest.raises(Fail, match=r"Plain.mask is not a registered buffer"):  # a mask asked of it is missed
+        judged(Plain(), ("mask",))
+
+
+def test_a_layer_keeps_the_buffers_its_contract_names():
+    judged(Tables(), ("cos",))
+    with pytest.raises(Fail, match=r"Tables.cos is not a registered buffer, so .to\('meta'\) does not move it"):
+        judged(Tables(registered=False), ("cos",))
+
+
+def test_the_buffers_asked_come_from_the_contract_not_from_the_report():
+    report = device_report(Lab(KIT_ROOT / "solutions"), lambda: Tables(), {}, "meta", 4, buffers=("cos",))
+    report["buffers"] = {}  # a child that says nothing of its buffers
+    with pytest.raises(Fail, match="cos is not a registered buffer"):
+        check_device(report, "meta", "Tables", ("cos",))
+
+
+def test_the_family_title_names_the_buffers_or_none():
+    checks = Checks(99)
+    layer(checks, "s99.plain", "Plain", buffers=(), device=1)
+    layer(checks, "s99.tables", "Tables", buffers=("cos", "sin"), device=1)
+    layer(checks, "s99.causal", "Causal", device=1)
+    assert [c.title for c in checks] == ["Plain moves to another device", "Tables moves to another device, cos and "
+                                         "sin included", "Causal moves to another device, mask included"]
