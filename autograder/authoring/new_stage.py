@@ -59,8 +59,8 @@ def scores(lab, device):
 
 CHECKS = '''"""Stage {number} judges: {title}."""
 from ...probes.stage{number} import KEYS, QUERIES
-from ..judging import close, expect, expect_close, get
-from ..registry import NUMERIC, Checks, Fail
+from ..judging import expect_close, expect_form, get, name_the_mistake
+from ..registry import NUMERIC, Checks
 
 CHECKS = Checks({number})
 
@@ -68,19 +68,15 @@ CHECKS = Checks({number})
 @CHECKS.add("s{number}.scores", points=2, probe="s{number}.scores", devices=NUMERIC,
             title="scaled_scores gives every query's scores against every key, scaled by 1/sqrt(d)")
 def scores(obs, ctx):
-    shape = (*QUERIES.shape[:-1], KEYS.shape[-2])
     for dtype in ("float32", "float64"):
         what = (f"scaled_scores(queries, keys) for {{dtype}} inputs of shapes {{tuple(QUERIES.shape)}} and "
                 f"{{tuple(KEYS.shape)}}")
-        got = get(obs, dtype)
-        expect(tuple(got.shape) == shape, f"{{what}} has shape {{tuple(got.shape)}}, expected {{shape}}: "
-               "(batch, queries, keys)")
-        expect(str(got.dtype) == f"torch.{{dtype}}", f"{{what}} has dtype {{str(got.dtype)[6:]}}; it keeps its inputs'")
-        # the usual mistake, named: the product without the scaling
-        if close(got, (QUERIES @ KEYS.transpose(-2, -1)).to(got.dtype)):
-            raise Fail(f"{{what}} are the dot products themselves; the scores divide them by sqrt(d) = "
-                       f"{{QUERIES.shape[-1] ** 0.5:g}}")
-        expect_close(got, ctx.golden[dtype], what)
+        got, expected = get(obs, dtype), ctx.golden[dtype]
+        expect_form(got, what, expected.shape, dtype)  # (batch, queries, keys), in the inputs' dtype
+        name_the_mistake(got, expected, [  # the usual mistakes, each with what its code gives on the same inputs
+            (f"these are the dot products themselves; the scores divide them by sqrt(d) = "
+             f"{{QUERIES.shape[-1] ** 0.5:g}}", QUERIES.double() @ KEYS.double().transpose(-2, -1))], what)
+        expect_close(got, expected, what)
 '''
 
 SELF_CHECKS = '''"""Stage {number} self-checks: {title} (attention_lab/{module}.py)."""

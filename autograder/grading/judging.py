@@ -241,6 +241,27 @@ def close(a, b, atol=ATOL, rtol=RTOL, equal_nan=False):
                                                       equal_nan=equal_nan))
 
 
+def expect_form(got, what, shape, dtype):
+    """``got`` (a tensor the student's code returned) has ``shape`` and ``dtype`` (a ``torch.dtype``, or its
+    name), said in the student's terms: checked before its values, so that a wrong shape or dtype is named
+    as itself and not as every value being off."""
+    expect(tuple(got.shape) == tuple(shape), f"{what} has shape {tuple(got.shape)}, expected {tuple(shape)}")
+    want = str(dtype).removeprefix("torch.")
+    expect(str(got.dtype).removeprefix("torch.") == want, f"{what} has dtype {str(got.dtype).removeprefix('torch.')}, "
+           f"expected {want}")
+
+
+def name_the_mistake(got, expected, mistakes, what):
+    """Fail naming the usual mistake ``got`` is the result of, if it is one: ``mistakes`` are pairs (what the
+    student did, the result that code gives on the same inputs, computed by the judge), tried in order
+    (nan where the result has nan). A mistake whose result is the ``expected`` one on these inputs is no
+    mistake here, and is passed over. A check calls it before comparing with the expected values, so that
+    the feedback says the cause rather than how far off the numbers are."""
+    for said, result in mistakes:
+        if close(got, result, equal_nan=True) and not close(result, expected, equal_nan=True):
+            raise Fail(f"{what}: {said}")
+
+
 def check_shapes(obs, configs, expected_shape):
     """Judge ``shape_reports``: shape, dtype and device follow the input; input untouched."""
     by_name = {c["name"]: c for c in configs}

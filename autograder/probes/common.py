@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import io
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +66,25 @@ class StudentImportError(Exception):
     def __init__(self, record):
         super().__init__(record["message"])
         self.record = record
+
+
+@contextmanager
+def kits_part(module, name, replacement):
+    """The kit's own ``replacement`` in place of the student's ``name`` in their ``module`` while the block runs
+    (a twin's run, ``Check.twin``, or a check of one function measured with the kit's version of another it
+    calls): yields the list of its calls, so that a run that never called it can say so rather than name the
+    wrong part. The student's own is put back however the block ends."""
+    own, calls = getattr(module, name), []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return replacement(*args, **kwargs)
+
+    setattr(module, name, counted)
+    try:
+        yield calls
+    finally:
+        setattr(module, name, own)
 
 
 class Lab:

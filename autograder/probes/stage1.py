@@ -1,7 +1,7 @@
 """Stage 1 probes: the functions of simple.py on the book's inputs and on fresh ones."""
 import torch
 
-from .common import INPUTS, ProbeError, Probes, plain, randn
+from .common import INPUTS, ProbeError, Probes, kits_part, plain, randn
 
 PROBES = Probes()
 
@@ -72,21 +72,15 @@ def context_vectors_all(lab, device):
 def context_vectors_all_twin(lab, device):
     """``context_vectors_all`` calling the kit's ``attention_weights_all`` in place of the student's: its
     check's twin, run where the check failed, to say which of the two functions the mistake is in."""
-    own, calls = lab.simple.attention_weights_all, []
-
-    def kits(inputs):
-        calls.append(1)
-        return torch.softmax(inputs @ inputs.T, dim=-1)
-
-    def run(inputs):
+    def run(inputs, calls):
         calls.clear()
         out = _call(lab, "context_vectors_all", inputs)
         if not calls:  # it computes its weights another way: the kit's function would name the wrong part
             raise ProbeError("context_vectors_all did not call attention_weights_all")
         return out
 
-    lab.simple.attention_weights_all = kits
-    try:
-        return {"book": lab.attempt(run, INPUTS.to(device)), "extra": lab.attempt(run, EXTRA.to(device))}
-    finally:
-        lab.simple.attention_weights_all = own
+    def kits(inputs):
+        return torch.softmax(inputs @ inputs.T, dim=-1)
+
+    with kits_part(lab.simple, "attention_weights_all", kits) as calls:
+        return {"book": lab.attempt(run, INPUTS.to(device), calls), "extra": lab.attempt(run, EXTRA.to(device), calls)}
