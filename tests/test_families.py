@@ -72,3 +72,30 @@ def test_the_family_title_names_the_buffers_or_none():
     layer(checks, "s99.causal", "Causal", device=1)
     assert [c.title for c in checks] == ["Plain moves to another device", "Tables moves to another device, cos and "
                                          "sin included", "Causal moves to another device, mask included"]
+
+
+SCORES = [{"name": "3 queries, 4 keys", "inputs": {"queries": (3, 8), "keys": (4, 8)}, "dtypes": True},
+          {"name": "a batch of 2", "inputs": {"queries": (2, 5, 8), "keys": (2, 7, 8)}}]
+
+
+def scores_shape(case):
+    return [*case["inputs"]["queries"][:-1], case["inputs"]["keys"][-2]]
+
+
+def shapes_judged(fn):
+    """The shape contract of ``fn``, a function of two tensors seen as a layer, measured and judged."""
+    from autograder.grading.judging import check_shapes
+    from autograder.probes.common import shape_reports
+
+    reports = shape_reports(Lab(KIT_ROOT / "solutions"), lambda case: fn, SCORES, "cpu")
+    return check_shapes({"reports": reports}, SCORES, scores_shape)
+
+
+def test_a_function_of_several_tensors_has_a_shape_contract():
+    shapes_judged(lambda q, k: q @ k.transpose(-2, -1))
+    with pytest.raises(Fail, match=r"3 queries, 4 keys \(float32 input\): output shape is \(3, 8\), expected \(3, 4\)"):
+        shapes_judged(lambda q, k: q @ torch.ones(q.shape[-1], q.shape[-1]))  # the keys never used
+    with pytest.raises(Fail, match="output dtype is float64; it should follow the input's dtype"):
+        shapes_judged(lambda q, k: (q @ k.transpose(-2, -1)).double())
+    with pytest.raises(Fail, match="it modified its input keys in place; work on new tensors"):
+        shapes_judged(lambda q, k: q @ k.mul_(2).transpose(-2, -1))

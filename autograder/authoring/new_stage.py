@@ -41,11 +41,25 @@ def scaled_scores(queries, keys):
 '''
 
 PROBES = '''"""Stage {number} probes: {title}."""
-from .common import Probes, plain, randn
+from .common import Probes, plain, randn, shape_reports
 
 PROBES = Probes()
 
 QUERIES, KEYS = randn(2, 3, 4, seed=1101), randn(2, 5, 4, seed=1102)  # a batch of 2: 3 queries, 5 keys, d = 4
+# The shape contract of a function of two tensors: each case its inputs' shapes, by name (the judge reads the same)
+SHAPES = [{{"name": "3 queries, 4 keys, no batch", "inputs": {{"queries": (3, 8), "keys": (4, 8)}}, "dtypes": True}},
+          {{"name": "a batch of 2, 2 heads", "inputs": {{"queries": (2, 2, 5, 8), "keys": (2, 2, 7, 8)}}}},
+          {{"name": "one query", "inputs": {{"queries": (1, 1, 8), "keys": (1, 6, 8)}}}}]
+
+
+def expected_shape(case):
+    queries, keys = case["inputs"]["queries"], case["inputs"]["keys"]
+    return [*queries[:-1], keys[-2]]
+
+
+@PROBES.add("s{number}.scores.shapes")
+def scores_shapes(lab, device):
+    return {{"reports": shape_reports(lab, lambda case: lab.{module}.scaled_scores, SHAPES, device)}}
 
 
 @PROBES.add("s{number}.scores", golden=True)
@@ -58,11 +72,15 @@ def scores(lab, device):
 '''
 
 CHECKS = '''"""Stage {number} judges: {title}."""
-from ...probes.stage{number} import KEYS, QUERIES
+from ...probes.stage{number} import KEYS, QUERIES, SHAPES, expected_shape
+from ..families import shape_contract
 from ..judging import expect_close, expect_form, get, name_the_mistake
 from ..registry import NUMERIC, Checks
 
 CHECKS = Checks({number})
+
+shape_contract(CHECKS, "s{number}.scores", 1, SHAPES, expected_shape,
+               "scaled_scores keeps its inputs' batch dims, dtype and device, and leaves its inputs as they were")
 
 
 @CHECKS.add("s{number}.scores", points=2, probe="s{number}.scores", devices=NUMERIC,

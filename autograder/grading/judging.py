@@ -299,6 +299,11 @@ def _check_shape_report(report, cfg, expected_shape):
     if "input_after" in result:
         expect(same(result["input_after"], result["input_before"]),
                f"{label}: forward modified its input x in place; work on new tensors")
+    for name in cfg.get("inputs", ()):  # a callable of several tensors: the names are the contract's
+        after, before = result.get("inputs_after", {}).get(name), result.get("inputs_before", {}).get(name)
+        if after is not None or before is not None:
+            expect(after is not None and before is not None and same(after, before),
+                   f"{label}: it modified its input {name} in place; work on new tensors")
 
 
 def check_leak(obs, what):

@@ -277,15 +277,23 @@ def seen_weights(build, x, device):
 
 
 def shape_report(build, cfg, device, dtype=torch.float32):
-    """Build a module from ``cfg`` and record what its forward returns for ``cfg['x']``."""
-    module = build(cfg).to(device, dtype)  # dtype follows the input when the module is converted too
-    module.eval()
-    x = randn(*cfg["x"], seed=7).to(device, dtype)
-    before = x.clone()
-    out = module(x)
-    summary = meta_summary(out)
-    if x.device.type != "meta":  # compared by the judge, with a torch the student cannot patch
-        summary["input_after"], summary["input_before"] = plain(x, "the input"), plain(before, "the input")
+    """Build a module (or a function: a callable seen as a layer) from ``cfg`` and record what it returns
+    for ``cfg['x']``, or, for a callable of several tensors, for ``cfg['inputs']`` (name -> shape, passed in
+    that order)."""
+    called = build(cfg)
+    if "inputs" not in cfg or isinstance(called, nn.Module):  # a layer of x is a module: .to() it must have
+        called = called.to(device, dtype).eval()  # dtype follows the input when the module is converted too
+    shapes = cfg["inputs"] if "inputs" in cfg else {"x": cfg["x"]}
+    inputs = {name: randn(*shape, seed=7 + i).to(device, dtype) for i, (name, shape) in enumerate(shapes.items())}
+    before = {name: t.clone() for name, t in inputs.items()}
+    summary = meta_summary(called(*inputs.values()))
+    if device != "meta":  # compared by the judge, with a torch the student cannot patch
+        if "inputs" in cfg:
+            summary["inputs_after"] = {n: plain(t, f"the input {n}") for n, t in inputs.items()}
+            summary["inputs_before"] = {n: plain(t, f"the input {n}") for n, t in before.items()}
+        else:
+            summary["input_after"], summary["input_before"] = plain(inputs["x"], "the input"), plain(before["x"],
+                                                                                                    "the input")
     return summary
 
 
