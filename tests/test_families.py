@@ -42,7 +42,7 @@ class Tables(Plain):
 
 def judged(module, buffers):
     """``module`` moved to meta and judged by the device family with the contract's ``buffers``."""
-    report = device_report(Lab(KIT_ROOT / "solutions"), lambda: module, {}, "meta", 4, buffers=buffers)
+    report = device_report(Lab(KIT_ROOT / "solutions"), lambda: module, {}, "meta", 4)
     return check_device(report, "meta", type(module).__name__, buffers)
 
 
@@ -59,7 +59,7 @@ def test_a_layer_keeps_the_buffers_its_contract_names():
 
 
 def test_the_buffers_asked_come_from_the_contract_not_from_the_report():
-    report = device_report(Lab(KIT_ROOT / "solutions"), lambda: Tables(), {}, "meta", 4, buffers=("cos",))
+    report = device_report(Lab(KIT_ROOT / "solutions"), lambda: Tables(), {}, "meta", 4)
     report["buffers"] = {}  # a child that says nothing of its buffers
     with pytest.raises(Fail, match="cos is not a registered buffer"):
         check_device(report, "meta", "Tables", ("cos",))

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from autograder.authoring.new_stage import CURRICULUM, row_adder
 from autograder.curriculum import STAGES
 from autograder.grading.registry import max_points
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "instructors" / "new-stage.md"
 BLOCK = re.compile(r"^```python (file|row)=(\S+)\n(.*?)^```$", re.M | re.S)
-CURRICULUM = "autograder/curriculum.py"
-END_OF_STAGES = ")\n\nSTAGE_OF"  # the rows of STAGES, closed
 GUIDES_NUMBER = 11
 NUMBER = GUIDES_NUMBER if GUIDES_NUMBER not in STAGES else max(STAGES) + 1  # the guide's stage, in the copy
 KITS_POINTS = sum(max_points(s) for s in STAGES)
@@ -82,10 +81,9 @@ def kit(tmp_path_factory):
     for kind, rel, text in guide_blocks():
         if kind == "file":
             (copy / rel).write_text(text)
-        else:
-            source = (copy / rel).read_text()
-            assert source.count(END_OF_STAGES) == 1, f"{rel}: the end of STAGES is not where the guide's row goes"
-            (copy / rel).write_text(source.replace(END_OF_STAGES, text + END_OF_STAGES))
+        else:  # where the guide says it goes, as `attention-lab new-stage` adds a row
+            assert rel == CURRICULUM
+            row_adder(copy)(text)
     touched = {rel for _, rel, _ in guide_blocks()}
     built = cli(copy, "build")
     assert built.returncode == 0, built.stderr[-3000:]

@@ -167,12 +167,18 @@ def new_stage(number: int, module: str, title: str = "", teaches: str = "", root
     there = [str(p.relative_to(root)) for p in planned if p.exists()]
     if there:
         raise UsageError(f"{', '.join(there)} exist(s) already: nothing was written")
-    curriculum = (root / CURRICULUM).read_text()
-    if curriculum.count(END_OF_STAGES) != 1:
-        raise UsageError(f"{CURRICULUM}: the end of STAGES is not where the new row goes; add the row by hand")
+    add_row = row_adder(root)  # before any file is written: a curriculum it cannot add to stops it
     for path, text in planned.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    row = ROW.format(number=number, module=module, title=title, teaches=teaches)
-    (root / CURRICULUM).write_text(curriculum.replace(END_OF_STAGES, row + END_OF_STAGES))
+    add_row(ROW.format(number=number, module=module, title=title, teaches=teaches))
     return [*planned, root / CURRICULUM]
+
+
+def row_adder(root: Path = KIT_ROOT):
+    """A function that adds a row at the end of ``STAGES`` in the kit at ``root`` (the guide's one edit outside a
+    stage's files); UsageError, now, where the end of ``STAGES`` is not found once."""
+    curriculum = (root / CURRICULUM).read_text()
+    if curriculum.count(END_OF_STAGES) != 1:
+        raise UsageError(f"{CURRICULUM}: the end of STAGES is not where the new row goes; add the row by hand")
+    return lambda row: (root / CURRICULUM).write_text(curriculum.replace(END_OF_STAGES, row + END_OF_STAGES))

@@ -49,8 +49,8 @@ def layer(checks: Checks, prefix: str, name: str, titles: dict | None = None, bu
     family declared its points, in the order they are listed (``no_leak=2, dropout=2, eval=1``), as check
     ``<prefix>.<family>`` of probe ``<prefix>.<the family's probe>``; ``titles`` replaces a family's
     usual title where this layer's says more. ``buffers``: the tensors the layer's contract keeps as
-    buffers, by name, which the device family requires on the device (its probe's ``device_report`` is
-    given the same names); none for a layer of parameters alone."""
+    buffers, by name, which the device family requires on the device (its probe's ``device_report``
+    reports every tensor the module holds); none for a layer of parameters alone."""
     moved = f", {' and '.join(buffers)} included" if buffers else ""
     for family, worth in points.items():
         kind = FAMILIES[family]

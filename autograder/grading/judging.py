@@ -43,18 +43,20 @@ def failure(record, before="", after="") -> Fail:
 DEVICE_MISMATCH = re.compile(r"same device|Expected all tensors to be on|device type cuda but got", re.I)
 
 
+def nodes(obs):
+    """``obs`` and everything in it, depth first: each dict, list and value of an observation."""
+    yield obs
+    for child in obs.values() if isinstance(obs, dict) else obs if isinstance(obs, (list, tuple)) else ():
+        yield from nodes(child)
+
+
 def device_mismatch(obs):
     """The first error recorded in ``obs`` that is torch refusing to mix devices, else None."""
-    if isinstance(obs, dict):
-        record = obs.get("error")
+    for node in nodes(obs):
+        record = node.get("error") if isinstance(node, dict) else None
         if isinstance(record, dict) and DEVICE_MISMATCH.search(str(record.get("message", ""))):
             return str(record["message"]).splitlines()[0][:200]
-        children = obs.values()
-    elif isinstance(obs, (list, tuple)):
-        children = obs
-    else:
-        return None
-    return next((met for child in children if (met := device_mismatch(child))), None)
+    return None
 
 
 def forward_failure(out, device, what):
@@ -80,12 +82,9 @@ def get(obs, *keys):
     return obs
 
 
-def holds_error(tree) -> bool:
-    """Whether an error record is anywhere in ``tree``: a run that did not complete."""
-    if is_error_record(tree):
-        return True
-    values = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, (list, tuple)) else ()
-    return any(holds_error(v) for v in values)
+def holds_error(obs) -> bool:
+    """Whether an error record is anywhere in ``obs``: a run that did not complete."""
+    return any(is_error_record(node) for node in nodes(obs))
 
 
 def naming_the_part(obs, ctx, judge, part, stage=None, own="this stage's code"):
@@ -246,9 +245,8 @@ def expect_form(got, what, shape, dtype):
     name), said in the student's terms: checked before its values, so that a wrong shape or dtype is named
     as itself and not as every value being off."""
     expect(tuple(got.shape) == tuple(shape), f"{what} has shape {tuple(got.shape)}, expected {tuple(shape)}")
-    want = str(dtype).removeprefix("torch.")
-    expect(str(got.dtype).removeprefix("torch.") == want, f"{what} has dtype {str(got.dtype).removeprefix('torch.')}, "
-           f"expected {want}")
+    have, want = (str(d).removeprefix("torch.") for d in (got.dtype, dtype))
+    expect(have == want, f"{what} has dtype {have}, expected {want}")
 
 
 def name_the_mistake(got, expected, mistakes, what):
@@ -296,14 +294,12 @@ def _check_shape_report(report, cfg, expected_shape):
            f"{label}: output dtype is {result['dtype']}; it should follow the input's dtype")
     expect(result["device"] == report["device_in"],
            f"{label}: output is on {result['device']} for an input on {report['device_in']}")
-    if "input_after" in result:
-        expect(same(result["input_after"], result["input_before"]),
-               f"{label}: forward modified its input x in place; work on new tensors")
-    for name in cfg.get("inputs", ()):  # a callable of several tensors: the names are the contract's
-        after, before = result.get("inputs_after", {}).get(name), result.get("inputs_before", {}).get(name)
-        if after is not None or before is not None:
+    if "inputs_after" in result or "inputs_before" in result:  # not on meta, where no value is measured
+        who = "it" if "inputs" in cfg else "forward"  # a callable of several tensors, or a layer of x
+        for name in cfg.get("inputs", ("x",)):  # the names are the contract's, never the report's
+            after, before = result.get("inputs_after", {}).get(name), result.get("inputs_before", {}).get(name)
             expect(after is not None and before is not None and same(after, before),
-                   f"{label}: it modified its input {name} in place; work on new tensors")
+                   f"{label}: {who} modified its input {name} in place; work on new tensors")
 
 
 def check_leak(obs, what):

@@ -288,12 +288,8 @@ def shape_report(build, cfg, device, dtype=torch.float32):
     before = {name: t.clone() for name, t in inputs.items()}
     summary = meta_summary(called(*inputs.values()))
     if device != "meta":  # compared by the judge, with a torch the student cannot patch
-        if "inputs" in cfg:
-            summary["inputs_after"] = {n: plain(t, f"the input {n}") for n, t in inputs.items()}
-            summary["inputs_before"] = {n: plain(t, f"the input {n}") for n, t in before.items()}
-        else:
-            summary["input_after"], summary["input_before"] = plain(inputs["x"], "the input"), plain(before["x"],
-                                                                                                    "the input")
+        summary["inputs_after"] = {n: plain(t, f"the input {n}") for n, t in inputs.items()}
+        summary["inputs_before"] = {n: plain(t, f"the input {n}") for n, t in before.items()}
     return summary
 
 
@@ -447,22 +443,22 @@ def left_behind(module, device):
     return sorted(found)
 
 
-def device_report(lab, build, weights, device, d_in, spare_biases=False, buffers=("mask",)):
+def device_report(lab, build, weights, device, d_in, spare_biases=False):
     """Move a module to ``device``: where do its tensors go, and what does forward meet there?
-    (``weights`` loaded by ``load_by_name``, with ``spare_biases``.) ``buffers``: the names of the tensors
-    the contract keeps on the module as buffers (a causal mask, rotary tables; none for a layer of
-    parameters alone), each reported: a registered buffer or not, and where it went."""
+    (``weights`` loaded by ``load_by_name``, with ``spare_biases``.) Each tensor the module holds itself
+    other than its parameters (a buffer, or a plain attribute) is reported by name: a registered buffer or
+    not, and where it went. The judge looks up the names the layer's contract keeps as buffers
+    (``judging.check_device``)."""
     module = load_by_name(build(), weights, spare_biases)
     x = randn(2, 5, d_in, seed=31)
     module.eval()
     # Its own numbers on the CPU, to compare with the device's; code that fails here is the numeric checks' to judge.
     reference = lab.attempt(lambda: plain(module(x.clone()))) if device != "meta" else None
     module.to(device)
-    registered = dict(module.named_buffers())
+    registered = dict(module.named_buffers(recurse=False))
+    held = {**{n: t for n, t in vars(module).items() if isinstance(t, torch.Tensor)}, **registered}
     report = {
-        "buffers": {name: {"is_buffer": name in registered,
-                           "device": kept.device.type if isinstance(kept := getattr(module, name, None), torch.Tensor)
-                           else "none"} for name in buffers},
+        "buffers": {name: {"is_buffer": name in registered, "device": t.device.type} for name, t in held.items()},
         "left_behind": left_behind(module, device),
     }
     trace = DeviceTrace(device)

@@ -203,14 +203,6 @@ def with_kit_attention(model, cls="GPTModel"):
     return model
 
 
-def through_kit_attention(model):
-    """``model`` after a run, if every block called the kit's attention put in its ``att``: one that calls
-    its attention under another name ran the student's own, and a twin of it would name the wrong part."""
-    if not all(getattr(block.att, "calls", 0) for block in model.trf_blocks):
-        raise ProbeError("a block did not call its att")
-    return model
-
-
 def known_block(lab, device, drop=0.0, weights=None, cls="TransformerBlock", attention=KitAttention):
     """The student's ``TransformerBlock`` with the kit's own parts of known weights in its ``att``,
     ``ff``, ``norm1`` and ``norm2``: the block's checks judge how it wires them (pre-norm, the two
@@ -402,9 +394,11 @@ def trained(lab, cls, device, n_layers=TINY["n_layers"], kit=False):
 
 
 def ran(model, kit, result):
-    """``result`` of a run of ``model``; of a twin's (``kit``), only if every block called the kit's attention."""
-    if kit:
-        through_kit_attention(model)
+    """``result`` of a run of ``model``; of a twin's (``kit``), only if every block called the kit's attention put
+    in its ``att``: one that calls its attention under another name ran the student's own, and a twin of it
+    would name the wrong part."""
+    if kit and not all(getattr(block.att, "calls", 0) for block in model.trf_blocks):
+        raise ProbeError("a block did not call its att")
     return result
 
 
