@@ -6,6 +6,8 @@ code. Its module-level constants say where it goes and what must happen:
 - ``MODULE``: the ``attention_lab`` module the fragment is appended to (a copy of the
   reference in ``solutions/``); the fragment redefines one function or class there.
 - ``LOSES`` (wrong/ only): the check ids that name the bug; each of them must fail.
+- ``HELPERS`` (optional): code of ``tests/zoo/helpers/`` that several entries share, added before the entry
+  (``renamed``: the adapter of public model code to the contract's names).
 - ``MENTIONS`` (optional): text the feedback of the first ``LOSES`` check must contain, or a dict, check ->
   text, for an entry whose cause every check it costs must name.
 - ``ONLY`` (optional, wrong/ only): when True, every check outside ``LOSES`` must pass: the bug

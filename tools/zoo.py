@@ -39,8 +39,9 @@ ENTRY_DEFAULTS = {"MODULE": None, "LOSES": [], "MENTIONS": None, "ONLY": False, 
 
 
 def helper(name: str) -> str:
-    """The code of ``tests/zoo/helpers/<name>.py``: what several attacks do alike (reach past the audit
-    hook, answer for the child), added to a submission before the code that uses it."""
+    """The code of ``tests/zoo/helpers/<name>.py``: what several entries do alike (attacks reach past the audit
+    hook or answer for the child; public model code is adapted to the contract's names), added to a
+    submission before the code that uses it."""
     return (ZOO / "helpers" / f"{name}.py").read_text()
 
 

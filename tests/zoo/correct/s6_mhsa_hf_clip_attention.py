@@ -18,6 +18,7 @@ inside the product (``* head_dim ** -0.5``), the mask is added rather than fille
 float32 and is cast back, dropout is ``F.dropout`` with the layer's mode.
 """
 MODULE = "practical"
+HELPERS = ["renamed"]  # _Renamed: the adapter that stores the source's names under the contract's
 
 from types import SimpleNamespace
 from typing import Callable, Optional, Union
@@ -122,14 +123,12 @@ class CLIPAttention(nn.Module):
 
 # ---- the adapter (ours): the contract's name, arguments, mask and return value ----
 
-class MultiHeadSelfAttention(CLIPAttention):
+class MultiHeadSelfAttention(_Renamed, CLIPAttention):
+    RENAMED = {"out_proj": "o_proj"}
+
     def __init__(self, hidden_dim, num_heads, dropout=0.1):
         super().__init__(SimpleNamespace(hidden_size=hidden_dim, num_attention_heads=num_heads,
                                          attention_dropout=dropout, _attn_implementation="eager"))
-        self._modules["o_proj"] = self._modules.pop("out_proj")  # the contract's name for the same layer
-
-    def __getattr__(self, name):  # the source's forward reads self.out_proj
-        return super().__getattr__("o_proj" if name == "out_proj" else name)
 
     def forward(self, x, attention_mask=None):
         if attention_mask is not None:  # 0 = padding, as Hugging Face's models turn it additive before the layer

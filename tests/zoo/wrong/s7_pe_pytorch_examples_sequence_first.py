@@ -3,8 +3,9 @@ writes it, under an adapter that feeds it the contract's batch-first input.
 
 Source: pytorch/examples, ``word_language_model/model.py``, class ``PositionalEncoding`` (commit 77f55b9,
 2025-08-25), BSD 3-Clause licence, Copyright (c) 2017, Pytorch contributors. The PyTorch tutorial
-``transformer_tutorial.py`` (pytorch/tutorials) printed the same class for years. The class below is the
-source's, line for line (its docstrings left out); only the lines after it are ours.
+``transformer_tutorial.py`` (pytorch/tutorials) printed the same class for years. The class, in
+``tests/zoo/helpers/pytorch_examples_pe.py``, is the source's, line for line (its docstrings left out); only
+the adapter below is ours.
 
 The example's model runs sequence-first: ``x`` is (sequence length, batch, d_model), and ``pe`` is kept
 as (max_len, 1, d_model) so that ``pe[:x.size(0)]`` is the first ``seq`` positions, broadcast over the
@@ -17,29 +18,10 @@ The table itself is the paper's (the same lines as the contract's), the dropout 
 where the contract asks for (1, max_len, d_model) or (max_len, d_model).
 """
 MODULE = "transformer"
+HELPERS = ["pytorch_examples_pe"]  # the class, as the example writes it
 LOSES = ["s7.pe.formula"]
 ONLY = True
 MENTIONS = "shape (60, 1, 16)"
-
-
-# ---- pytorch/examples word_language_model/model.py (BSD-3-Clause), as written ----
-
-class PositionalEncoding(nn.Module):
-    def __init__(self, d_model, dropout=0.1, max_len=5000):
-        super(PositionalEncoding, self).__init__()
-        self.dropout = nn.Dropout(p=dropout)
-
-        pe = torch.zeros(max_len, d_model)
-        position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
-        pe[:, 0::2] = torch.sin(position * div_term)
-        pe[:, 1::2] = torch.cos(position * div_term)
-        pe = pe.unsqueeze(0).transpose(0, 1)
-        self.register_buffer('pe', pe)
-
-    def forward(self, x):
-        x = x + self.pe[:x.size(0), :]
-        return self.dropout(x)
 
 
 # ---- the adapter (ours): the contract's batch-first input ----

@@ -19,6 +19,7 @@ How it departs from the contract:
 - **Divisibility** is an ``assert``.
 """
 MODULE = "modern"
+HELPERS = ["renamed"]  # _Renamed: the adapter that stores the source's names under the contract's
 LOSES = ["s8.fast.shapes", "s8.fast.structure", "s8.fast.divisibility", "s8.fast.dropout"]
 ONLY = True  # square: d_in != d_out costs s8.fast.shapes alone
 MENTIONS = "d_in=3 to d_out=12"
@@ -82,21 +83,6 @@ class CausalSelfAttention(nn.Module):
 
 
 # ---- the adapter (ours): the contract's name, arguments and attribute names ----
-
-class _Renamed(nn.Module):
-    """The source's names for its layers and buffers (``RENAMED``: its name -> the contract's), stored
-    under the contract's names; the source's code runs unchanged."""
-    RENAMED = {}
-
-    def __setattr__(self, name, value):
-        super().__setattr__(self.RENAMED.get(name, name), value)
-
-    def __getattr__(self, name):
-        return super().__getattr__(self.RENAMED.get(name, name))
-
-    def register_buffer(self, name, tensor, persistent=True):
-        super().register_buffer(self.RENAMED.get(name, name), tensor, persistent)
-
 
 class FastMultiHeadAttention(_Renamed, CausalSelfAttention):
     RENAMED = {"c_attn": "qkv", "c_proj": "out_proj"}
