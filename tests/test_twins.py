@@ -91,6 +91,10 @@ def test_the_twin_verdict_names_the_part_and_never_changes_the_points(reference_
         assert said.status == FAILED and "in place of yours" not in said.text, said
     # a passing check is not touched by its twin, whatever the twin says
     assert judge(trained, passing, golden, "cpu", twin=wrong).status == PASSED
+    # nor is a failing one made "not measured" on cuda by a twin that met another device (the hostile zoo's
+    # s10_twin_raises_a_device_mismatch, whose cuda half this machine may not have): the twin is read apart
+    mismatch = {"logits": {"error": problem("RuntimeError", "Expected all tensors to be on the same device")}}
+    assert judge(trained, wrong, golden, "cuda", twin=mismatch).status == FAILED
 
 
 def test_the_worst_case_of_a_grading_counts_its_twins():
