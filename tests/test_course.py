@@ -160,6 +160,15 @@ def test_import_without_nbgrader_is_refused_before_anyone_is_graded(tmp_path, mo
     assert "nbgrader is not installed" in said and "grading" not in said.split("nbgrader is not installed")[0]
 
 
+@pytest.mark.parametrize("stage", [n for n, checks in declared().items() if not checks.looked])
+def test_a_stage_that_declares_no_look_has_no_look_cell(stage):
+    """A stage with no softmax weights to draw (stage 10's model, an instructor's linear attention) leaves
+    ``Checks.look`` out, and its notebook has no cell asking for them."""
+    cells = stage_notebook(STAGES[stage], "", None)["cells"]
+    assert not [c for c in cells if "-look" in c["metadata"].get("nbgrader", {}).get("grade_id", "")]
+    assert not [c for c in cells if "Look at your attention" in "".join(c["source"])]
+
+
 @pytest.mark.parametrize("stage", [n for n, checks in declared().items() if checks.looked])
 def test_the_look_cell_draws_the_reference_and_asks_for_code_on_the_stubs(stage, root, tmp_path):
     """The "Look at your attention" cell, run as a notebook runs it (beside tests/ and attention_lab/),

@@ -4,6 +4,7 @@ of its elements. Each is graded like any submission: no grader error may come of
 lose points, except where float64 keeps them for a reason written down here.
 """
 import pytest
+import torch
 
 from autograder.curriculum import STAGE_OF, stages_using
 from autograder.grading.grade import grade
@@ -50,3 +51,22 @@ def test_degenerate_submission(module, name, kind, how, tmp_path, grading_server
         assert score < top, f"{name} returning {how} got full marks ({score}/{top})"
         for r in graded.results:
             assert r.passed or r.feedback.strip(), f"{r.id} failed without saying why"
+
+
+def test_a_class_that_is_not_a_layer_degenerates_through_what_returns_it(tmp_path):
+    """A NamedTuple state has no forward to wrap: wrapping one would break the import, and every case
+    would then "lose points" without testing anything. It is left out of the callables, and a function
+    that returns it degenerates field by field, still a NamedTuple."""
+    (tmp_path / "cache.py").write_text(
+        "from typing import NamedTuple\nimport torch\nimport torch.nn as nn\n\n\n"
+        "class State(NamedTuple):\n    keys: torch.Tensor\n    length: int\n\n\n"
+        "class Layer(nn.Module):\n    pass\n\n\nclass Deeper(Layer):\n    pass\n\n\n"
+        "def start(keys):\n    return State(keys, 3)\n")
+    assert graded_callables(tmp_path, modules=["cache"]) == [
+        ("cache", "Layer", "class"), ("cache", "Deeper", "class"), ("cache", "start", "function")]
+    from tools.zoo import degenerate_fragment
+
+    space: dict = {}
+    exec((tmp_path / "cache.py").read_text() + degenerate_fragment("start", "function", "zeros"), space)
+    state = space["start"](torch.ones(2))
+    assert type(state).__name__ == "State" and state.keys.tolist() == [0.0, 0.0] and state.length == 0

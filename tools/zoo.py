@@ -151,6 +151,8 @@ def _degenerate(value, kind):
         if kind == "float64":
             return value.double()
         return value.reshape(-1)[: value.numel() // 2]  # half of its elements: the wrong shape
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple takes its fields one by one
+        return type(value)(*(_degenerate(v, kind) for v in value))
     if isinstance(value, (tuple, list)):
         return type(value)(_degenerate(v, kind) for v in value)
     if isinstance(value, _dz_torch.nn.Module):
@@ -177,14 +179,26 @@ def _dz_listed(value):
 '''
 
 
-def graded_callables(solutions: Path = SOLUTIONS) -> list[tuple[str, str, str]]:
-    """(module, name, "function" or "class") of every public function and class of the contract, in
-    the reference's order: what a student writes, so what can come back wrong."""
-    found = []
-    for module in STAGE_OF:
+def graded_callables(solutions: Path = SOLUTIONS, modules=None) -> list[tuple[str, str, str]]:
+    """(module, name, "function" or "class") of every public function and layer of the contract, in
+    the reference's order: what a student writes, so what can come back wrong.
+
+    A "class" is a layer: an ``nn.Module``, whose forward is what degenerates. A class of another kind (a
+    ``NamedTuple`` state, a dataclass of settings) has no forward: it is left out here, and degenerates
+    through the functions and layers that return it (``_degenerate`` takes it apart field by field).
+    Whether a class is a layer is read from its bases: ``nn.Module`` (any ``...Module``) or a layer
+    found before it, in its module or an earlier one."""
+    found, layers = [], set()
+    for module in modules or STAGE_OF:
         tree = ast.parse((solutions / f"{module}.py").read_text())
         for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+            if isinstance(node, ast.ClassDef) and any(
+                    (base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")).endswith("Module")
+                    or getattr(base, "id", None) in layers for base in node.bases):
+                layers.add(node.name)
+            elif not isinstance(node, ast.FunctionDef):
+                continue
+            if not node.name.startswith("_"):
                 found.append((module, node.name, "class" if isinstance(node, ast.ClassDef) else "function"))
     return found
 

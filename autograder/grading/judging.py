@@ -126,29 +126,33 @@ def expect_close(actual, expected, what, atol=ATOL, rtol=RTOL, reveal=False, dty
         raise Fail(problem)
 
 
-def expect_book(actual, printed, what, dtype=None):
-    """Against the chapter's printed numbers (public, so the expected values are shown)."""
-    expect_close(actual, printed, what, atol=PRINTED, rtol=0, reveal=True, dtype=dtype)
+def expect_book(actual, printed, what, dtype=None, public=True):
+    """Against the chapter's printed numbers, to the printed precision: public, so the expected values are
+    shown. ``public=False``: an expected output that is not public (the reference's, from golden data),
+    compared to rounding and never shown."""
+    expect_close(actual, printed, what, atol=PRINTED if public else ATOL, rtol=0 if public else RTOL,
+                 reveal=public, dtype=dtype)
 
 
-def expect_book_batch(obs, printed, call):
+def expect_book_batch(obs, printed, call, public=True):
     """The book's batch is two copies of the inputs: both outputs are the printed numbers."""
     out = get(obs, "out")
     expect(out.dim() == 3 and out.shape[0] == 2,
            f"{call} has shape {tuple(out.shape)}, expected (2, 6, {printed.shape[-1]})")
     for b in range(2):
-        expect_book(out[b], printed, f"{call}[{b}]", dtype=LAYER)
+        expect_book(out[b], printed, f"{call}[{b}]", dtype=LAYER, public=public)
 
 
-def expect_seeded(obs, printed, call, seed, order, batch=True, owns_widths=False):
+def expect_seeded(obs, printed, call, seed, order, batch=True, owns_widths=False, public=True):
     """The book's printed output of a layer made right after ``torch.manual_seed(seed)``; where it is not,
     and the layer's weights are what the seed draws in another order than the book's ``order`` of its
-    projections, the feedback says so first: that is the cause, not the forward pass."""
+    projections, the feedback says so first: that is the cause, not the forward pass. ``public=False``: the
+    expected output is the reference's (golden data), judged to rounding and never shown."""
     try:
         if batch:
-            expect_book_batch(obs, printed, call)
+            expect_book_batch(obs, printed, call, public)
         else:
-            expect_book(get(obs, "out"), printed, call, LAYER)
+            expect_book(get(obs, "out"), printed, call, LAYER, public)
     except Fail as failed:
         try:
             drawn, out = obs["drawn"], obs["out"]
@@ -446,10 +450,41 @@ def check_device(obs, device, what, buffers=("mask",)):
     note = forward_failure(out, device, what)
     if note:
         return note
-    expect(out["device"] == device, f"{what} on {device} returned an output on {out['device']}")
+    went = out.get("device") if isinstance(out, dict) else None  # a forward the reference's own fails may say anything
+    expect(went == device, f"{what} on {device} returned an output on {went}")
     if "out" in out:
         expect(close(out["out"], out["cpu_out"], atol=1e-4, rtol=1e-4, equal_nan=True),  # nan where the CPU has nan
                f"{what} on {device} gives different numbers than on the CPU")
+
+
+def last_token(out):
+    """The outputs at the last position of a (batch, tokens, dim) output (the whole of anything else)."""
+    return out[:, -1] if out.dim() == 3 and out.shape[1] else out
+
+
+def check_state_dict(obs, what, buffer="mask", persists=True):
+    """Judge ``state_dict_report``: the changed ``buffer`` (named by the layer's contract) is in the
+    state_dict and comes back with it, and so does the output it changed; where ``persists`` is False
+    (a plain attribute, shown as the failure it is) the change is lost."""
+    rep = get(obs)
+    changed, reloaded, flipped = rep["changed_buffer"], rep["reloaded_buffer"], rep["flipped_to"]
+    survived = reloaded is not None and close(reloaded.double(), changed.double(), atol=0, rtol=0)
+    if persists:
+        expect(buffer in rep["keys"],
+               f"{what}.state_dict() has no {buffer!r} (keys: {', '.join(map(str, rep['keys']))})")
+        change = (f"{'hiding token 0 from' if flipped else 'showing token 0 to'} the last token (mask[-1, 0] = "
+                  f"{flipped})" if flipped is not None else f"adding 1 to every entry of {what}.{buffer}")
+        expect(not close(last_token(rep["changed_out"]), last_token(rep["before_change_out"])),
+               f"{change} did not change {what}'s output: does forward use self.{buffer}?")
+        expect(survived, f"a changed {what}.{buffer} did not survive saving and loading the state_dict")
+        # the last token's output, where a changed mask entry acts (a row of nan elsewhere is other checks' to name)
+        expect(close(last_token(rep["reloaded_out"]), last_token(rep["changed_out"]), atol=1e-5, rtol=1e-5),
+               f"{what} gives different outputs after saving and loading its state_dict")
+    else:
+        expect(buffer not in rep["keys"], f"{what}.state_dict() contains {buffer!r}; this class must keep the "
+               f"{buffer} as a plain attribute, not a buffer")
+        expect(not survived, f"a changed {what}.{buffer} survived saving and loading; a plain "
+               "attribute is not part of the state_dict")
 
 
 def expect_parameters(shapes, want, call, hint=""):
@@ -526,6 +561,15 @@ def check_context_edges(fits, past, layer, cached, context):
     check_value_error(past, f"{layer} fed {more + 1} tokens after a cache of {cached}",
                       f"{cached} + {more + 1} tokens exceed context_length {context}: the cached tokens count",
                       in_forward=True)
+
+
+def check_dropout_of(obs, p, what, intermediate):
+    """Judge ``dropout_pair``: the train-mode output is the same layer's eval output (``intermediate``)
+    with inverted dropout applied."""
+    undropped = get(obs, "eval")
+    expect_finite(undropped, f"{what}: the output in eval mode")
+    check_inverted_dropout(get(obs, "train"), undropped, p, what,
+                           f"of {intermediate} (the same layer's output in eval mode)")
 
 
 def check_inverted_dropout(out, undropped, p, what, where):

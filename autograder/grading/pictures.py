@@ -124,20 +124,21 @@ def encoding_table(obs, what) -> list[Picture]:
                     row_axis="position", col_axis="dimension", kind="encoding")]
 
 
-def kept_and_lost(obs, what) -> list[Picture]:
-    """A state_dict check: which tensors were saved, and whether the mask came back."""
+def kept_and_lost(obs, what, buffers=("mask",)) -> list[Picture]:
+    """A state_dict check: which tensors were saved, and which of the ``buffers`` the contract names were not."""
     keys = obs.get("keys") if isinstance(obs, dict) else None
     if not isinstance(keys, list):
         return []
     saved = sorted(str(k) for k in keys)
-    missing = [] if any(k.endswith("mask") for k in saved) else ["mask"]
+    missing = [b for b in buffers if not any(k.split(".")[-1] == b for k in saved)]
     rows = [(k, True) for k in saved] + [(k, False) for k in missing]
     return [listing(rows, f"{what}: what the state_dict holds", "saved", "not saved: lost on reload", "state_dict")]
 
 
-def moved_and_left(obs, what) -> list[Picture]:
+def moved_and_left(obs, what, buffers=()) -> list[Picture]:
     """A device check: which of the layer's tensors went to the device and which stayed behind
-    (``.to()`` moves parameters and buffers, not plain tensor attributes)."""
+    (``.to()`` moves parameters and buffers, not plain tensor attributes), and which of the ``buffers``
+    its contract names it does not hold at all."""
     reports = [obs] if isinstance(obs, dict) and "left_behind" in obs else (
         [dict(r, layer=name) for name, r in obs.items() if isinstance(r, dict) and "left_behind" in r]
         if isinstance(obs, dict) else [])
@@ -152,6 +153,8 @@ def moved_and_left(obs, what) -> list[Picture]:
             went = where.get("device") if isinstance(where, dict) else None
             if name not in stayed and went not in (None, "none"):
                 rows.append((f"{layer}{name} (on {went})", went != "cpu"))
+        held = kept if isinstance(kept, dict) else {}
+        rows += [(f"{layer}{name} (not held)", False) for name in buffers if name not in held and name not in stayed]
     if not rows:
         return []
     return [listing(rows, f"{what}: what .to(device) moved", "moved", "stayed behind on the cpu", "device")]

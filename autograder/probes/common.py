@@ -304,12 +304,14 @@ def shape_reports(lab, build, configs, device):
 
 
 def leak_report(module, d_in, num_tokens, device):
-    """How much earlier outputs move when later tokens change, and the Jacobian's block norms.
+    """How much earlier outputs move when later tokens change, and the Jacobian's block norms, of a layer
+    or of a function of ``x`` alone (a function seen as a layer: ``lambda x: attend(x, x, x)``).
 
     ``moved[t]``: largest change of any output before position t when every input from t on is
     perturbed. ``jacobian[t, s]``: largest |d out[t] / d x[s]|; causal means zero for s > t.
     """
-    module = module.to(device).eval()
+    if isinstance(module, nn.Module):
+        module = module.to(device).eval()
     x = randn(2, num_tokens, d_in, seed=11).to(device)
     base = plain(module(x.clone()))
     moved = torch.zeros(num_tokens)
@@ -362,6 +364,18 @@ def dropout_report(module, device, train=True, seed=0, width=DROPOUT_TOKENS, mas
     torch.manual_seed(seed)
     out = module(x) if mask is None else module(x, mask.to(device))
     return plain(out, "the output of forward in train mode")
+
+
+def dropout_pair(module, x, device, seed=0):
+    """``module`` on ``x`` in train mode under a fixed seed, and the same module's output in eval mode on the
+    same input: the intermediate a probe arranges the output to show (``x + pe``, a hidden layer), with and
+    without dropout. Judged against the layer's own eval output, so that a mistake in computing the
+    intermediate itself costs nothing here (``judging.check_inverted_dropout``)."""
+    module = module.to(device)
+    undropped = plain(module.eval()(x.to(device).clone()), "the output of forward in eval mode")
+    torch.manual_seed(seed)
+    return {"train": plain(module.train()(x.to(device).clone()), "the output of forward in train mode"),
+            "eval": undropped}
 
 
 def eval_report(build, weights, device, d_in=5, spare_biases=False):
@@ -476,34 +490,42 @@ def device_report(lab, build, weights, device, d_in, spare_biases=False):
     return report
 
 
-def state_dict_report(build, device, d_in):
-    """Change the mask, save the state_dict on ``device``, load it on the CPU into a fresh module.
+def state_dict_report(build, device, d_in, buffer="mask", tokens=None):
+    """Change the buffer named ``buffer``, save the state_dict on ``device``, load it on the CPU into a
+    fresh module: a reloaded module gives the changed module's output only if the change came back.
 
-    The change hides token 0 from the last token (any dtype of mask: set that entry to 1/True),
-    so a reloaded module gives the same output only if the changed mask came back with it. A mask
-    that hides it already (the wrong way round, which ``mask_buffer`` prices) shows it instead
-    (``flipped_to`` 0): the change must make a difference, or this check would blame the buffer.
+    A ``mask`` (the causal layers') has one entry changed: token 0 hidden from the last token (any dtype
+    of mask: set that entry to 1/True), on as many tokens as the mask is long. A mask that hides it
+    already (the wrong way round, which ``mask_buffer`` prices) shows it instead (``flipped_to`` 0): the
+    change must make a difference, or the check would blame the buffer. Any other buffer (a table, a
+    bias) is shifted by one everywhere, on ``tokens`` tokens.
     """
     module = build().to(device).eval()
-    mask = getattr(module, "mask", None)
-    if not isinstance(mask, torch.Tensor):
-        raise ProbeError("the module has no tensor attribute named 'mask'")
-    last = mask.shape[0] - 1
-    x = randn(2, mask.shape[0], d_in, seed=41)
+    held = getattr(module, buffer, None)
+    if not isinstance(held, torch.Tensor):
+        raise ProbeError(f"the module has no tensor attribute named {buffer!r}")
+    flipped = None
+    if buffer == "mask":
+        tokens = held.shape[0]
+        flipped = 0 if bool(held[tokens - 1, 0] != 0) else 1
+    x = randn(2, tokens, d_in, seed=41)
     before = plain(module(x.to(device).clone()))
-    flipped = 0 if bool(mask[last, 0] != 0) else 1
     with torch.no_grad():
-        mask[last, 0] = flipped
+        if flipped is None:
+            held += 1
+        else:
+            held[tokens - 1, 0] = flipped
     changed = plain(module(x.to(device).clone()))
     buf = io.BytesIO()
     torch.save(module.state_dict(), buf)
     buf.seek(0)
     fresh = build().eval()
     fresh.load_state_dict(torch.load(buf, map_location="cpu", weights_only=True))
-    fresh_mask = getattr(fresh, "mask", None)
+    reloaded = getattr(fresh, buffer, None)
     return {
         "keys": sorted(module.state_dict().keys()),
-        "reloaded_mask_entry": plain(fresh_mask)[last, 0] if isinstance(fresh_mask, torch.Tensor) else None,
+        "changed_buffer": plain(held),
+        "reloaded_buffer": plain(reloaded) if isinstance(reloaded, torch.Tensor) else None,
         "reloaded_out": plain(fresh(x.clone())),
         "changed_out": changed,
         "before_change_out": before,

@@ -9,9 +9,9 @@ judges make the same ones.
 import torch
 import torch.nn as nn
 
-from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes, dropout_report,
-                     dropout_weights, eval_report, gradient_report, leak_report, left_behind, linear_weights,
-                     load_by_name, meta_summary, padding_report, plain, raised, randn)
+from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, device_report, dropout_pair, dropout_report,
+                     dropout_weights, eval_report, gradient_report, leak_report, linear_weights,
+                     load_by_name, padding_report, plain, raised, randn)
 
 PROBES = Probes()
 
@@ -285,36 +285,23 @@ def pe_table(lab, device):
         module = make(0.3).to(device).eval()
         return plain(module(x.to(device).clone()), "the output of forward")
 
-    def dropout():
-        """Train mode, and the same module's eval output on the same input: dropout is judged against the
-        layer's own sum, so that a table of another layout (priced by s7.pe.formula) costs nothing here."""
-        module = make(DROPOUT_P).to(device)
-        undropped = plain(module.eval()(X_PE_DROPOUT.to(device).clone()), "the output of forward in eval mode")
-        torch.manual_seed(0)
-        return {"train": plain(module.train()(X_PE_DROPOUT.to(device).clone()), "the output of forward in train mode"),
-                "eval": undropped}
-
     return {"table": lab.attempt(lambda: plain(pe_buffer(make()).detach(), "PositionalEncoding.pe")),
             "layout": lab.attempt(layout), "default_length": lab.attempt(default_length),
-            "forward": lab.attempt(forward, X_PE), "dropout": lab.attempt(dropout)}
+            "forward": lab.attempt(forward, X_PE)}
+
+
+@PROBES.add("s7.pe.dropout")
+def pe_dropout(lab, device):
+    """x + pe, with and without dropout (``common.dropout_pair``): a table of another layout, which
+    s7.pe.formula prices, costs nothing here."""
+    return lab.attempt(lambda: dropout_pair(lab.transformer.PositionalEncoding(PE_D, DROPOUT_P, max_len=PE_LEN),
+                                            X_PE_DROPOUT, device))
 
 
 @PROBES.add("s7.pe.device")
 def pe_device(lab, device):
-    def run():
-        module = lab.transformer.PositionalEncoding(PE_D, 0.0, max_len=PE_LEN).to(device)
-        report = {"pe_device": pe_buffer(module).device.type, "left_behind": left_behind(module, device)}
-        trace = DeviceTrace(device)
-
-        def forward():
-            with trace:
-                return meta_summary(module(X_PE.to(device)))
-
-        report["forward"] = lab.attempt(forward)
-        report["strays"] = trace.strays
-        return report
-
-    return lab.attempt(run)
+    return lab.attempt(device_report, lab, lambda: lab.transformer.PositionalEncoding(PE_D, 0.0, max_len=PE_LEN),
+                       {}, device, PE_D)
 
 
 # --- EncoderLayer and DecoderLayer ----------------------------------------------------------

@@ -5,8 +5,8 @@ query sees), so its probes run without the guard that refuses it.
 """
 import torch
 
-from .common import (DROPOUT_P, DROPOUT_TOKENS, DeviceTrace, ProbeError, Probes, dropout_report, eval_report,
-                     gradient_report, leak_report, left_behind, linear_weights, load_by_name, meta_summary, plain,
+from .common import (DROPOUT_P, DROPOUT_TOKENS, ProbeError, Probes, device_report, dropout_report, eval_report,
+                     gradient_report, leak_report, linear_weights, load_by_name, plain,
                      raised, randn, shape_reports)
 from .stage4 import known_input, mha_weights
 from .stage8 import Output, context_edge, decode, gqa_weights, shown_weights, split
@@ -440,17 +440,8 @@ def layer_shapes(lab, device):
 
 @PROBES.add("s9.devices")
 def devices(lab, device):
-    """The sliding-window and latent layers after ``.to(device)``: what stayed behind, and which ops of
-    their forward met a tensor elsewhere (a band or mask made on a fixed device)."""
-    def run(build):
-        module = build().to(device).eval()
-        trace = DeviceTrace(device)
-
-        def forward_there():
-            with trace:
-                return meta_summary(module(X[:, :5].to(device).clone())[0])["device"]
-
-        out = lab.attempt(forward_there)
-        return {"left_behind": left_behind(module, device), "strays": trace.strays, "forward": out}
-
-    return {"swa": lab.attempt(run, lambda: swa(lab)), "mla": lab.attempt(run, lambda: mla(lab))}
+    """The sliding-window and latent layers after ``.to(device)`` (``common.device_report``, on their output
+    alone): what stayed behind, and which ops of their forward met a tensor elsewhere (a band or mask made
+    on a fixed device)."""
+    return {"swa": lab.attempt(device_report, lab, lambda: Output(swa(lab)), {}, device, DIM),
+            "mla": lab.attempt(device_report, lab, lambda: Output(mla(lab)), {}, device, DIM)}

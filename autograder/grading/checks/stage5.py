@@ -3,9 +3,8 @@ from ...probes.stage5 import WITH, WITHOUT
 from ..forms import is_error_record
 from ..judging import LAYER, device_mismatch, expect, expect_close, get
 from ..registry import MOVES, NUMERIC, Checks
-from ..judging import check_device
+from ..judging import check_device, check_state_dict
 from ..pictures import moved_and_left
-from .stage3 import check_state_dict
 
 CHECKS = Checks(5)
 CHECKS.look("CausalAttentionWithBuffer", "CausalAttentionWithBuffer(3, 2, 6, 0.0)")

@@ -12,9 +12,9 @@ from ...public import oracles
 from ..families import layer
 from ..judging import (ALL_HIDDEN_HINT, LAYER, check_value_error, check_gradients, check_inverted_dropout,
                        check_padding, close, expect, expect_close, expect_finite, expect_golden, expect_parameters,
-                       expect_rows_sum_to_one, forward_failure, get, same)
+                       expect_rows_sum_to_one, get, same)
 from ..pictures import encoding_table, moved_and_left
-from ..registry import MOVES, NUMERIC, VISIBLE, Checks, Fail
+from ..registry import NUMERIC, VISIBLE, Checks, Fail
 
 CHECKS = Checks(7)
 CHECKS.look("scaled_dot_product_attention", "lambda x: scaled_dot_product_attention(x, x, x)[1]")
@@ -266,28 +266,9 @@ def pe_forward(obs, ctx):
                  atol=1e-4, reveal=True, dtype=LAYER)
 
 
-@CHECKS.add("s7.pe.dropout", points=1, probe="s7.pe.table", devices=NUMERIC,
-            title=f"PositionalEncoding applies dropout (p={DROPOUT_P}) to x + pe in train mode")
-def pe_dropout(obs, ctx):
-    undropped = get(obs, "dropout", "eval")  # the layer's own x + pe: its table is s7.pe.formula's to judge
-    expect_finite(undropped, "PositionalEncoding: the output in eval mode")
-    check_inverted_dropout(get(obs, "dropout", "train"), undropped, DROPOUT_P, "PositionalEncoding",
-                           "of x + pe (the same layer's output in eval mode)")
-
-
-@CHECKS.add("s7.pe.device", points=1, probe="s7.pe.device", devices=MOVES,
-            title="PositionalEncoding moves to another device, pe included")
-def pe_device(obs, ctx):
-    r = get(obs)
-    expect(r["pe_device"] == ctx.device, f"after .to('{ctx.device}') PositionalEncoding.pe is on {r['pe_device']}: "
-           "a buffer moves with the module, a plain tensor attribute does not")
-    expect(not r["strays"], f"PositionalEncoding.forward on {ctx.device} used a tensor that is not on {ctx.device} "
-           f"({r['strays'][0] if r['strays'] else ''}); keep the table as a buffer and slice it")
-    out = r["forward"]
-    note = forward_failure(out, ctx.device, "PositionalEncoding")
-    if note:
-        return note
-    expect(out["device"] == ctx.device, f"the output is on {out['device']} for a module and input on {ctx.device}")
+# The table may be a buffer or a frozen parameter here: which of the two is s7.pe.buffer's to price.
+layer(CHECKS, "s7.pe", "PositionalEncoding", buffers=(), intermediate="x + pe", dropout=1, device=1,
+      titles={"device": "PositionalEncoding moves to another device, pe included"})
 
 
 @CHECKS.add("s7.encoder.oracle", points=3, probe="s7.encoder.oracle", devices=NUMERIC,

@@ -16,8 +16,8 @@ from ...probes.stage9 import (BAND_WINDOW, CONTEXT, COST_CASES, DIM, FULL, HEADS
 from ...public import oracles
 from ...public.feedback import is_error_record
 from ..families import d_out_wide, layer, shape_contract
-from ..judging import (LEAK_LIMIT, check_context_edges, check_gradients, check_leak, check_value_error, close, expect,
-                       expect_close, expect_parameters, forward_failure, get)
+from ..judging import (LEAK_LIMIT, check_context_edges, check_device, check_gradients, check_leak, check_value_error,
+                       close, expect, expect_close, expect_parameters, forward_failure, get)
 from ..pictures import leak_map
 from ..registry import CPU, MOVES, NUMERIC, VISIBLE, Checks, Fail
 from .stage8 import STAGE4
@@ -511,19 +511,11 @@ shape_contract(CHECKS, "s9", 1, LAYER_SHAPES, d_out_wide,
             title="SlidingWindowAttention and MultiHeadLatentAttention move to another device and make nothing on "
                   "a fixed one")
 def layer_devices(obs, ctx):
-    notes = []
-    for key, what in (("swa", "SlidingWindowAttention"), ("mla", "MultiHeadLatentAttention")):
-        rep = get(obs, key)
-        expect(not rep["left_behind"], f"after {what}.to({ctx.device!r}) these tensors stayed behind: "
-               f"{', '.join(map(str, rep['left_behind']))}; a tensor the module needs must be a parameter or a buffer")
-        expect(not rep["strays"], f"{what}.forward on {ctx.device} used a tensor that is not on {ctx.device} "
-               f"({rep['strays'][0] if rep['strays'] else ''}): a mask made in forward needs device=x.device")
-        note = forward_failure(rep["forward"], ctx.device, what)
-        if note:
-            notes.append(note)
-        else:
-            expect(rep["forward"] == ctx.device, f"{what} on {ctx.device} returned an output on {rep['forward']}")
-    return "; ".join(notes)
+    """The device family's judge (``judging.check_device``) over both layers, which keep no buffer their
+    contract names: the band and the latent cache are made from the input's device."""
+    notes = [check_device(get(obs, key), ctx.device, what, buffers=())
+             for key, what in (("swa", "SlidingWindowAttention"), ("mla", "MultiHeadLatentAttention"))]
+    return "; ".join(note for note in notes if note)
 
 
 # ---------------------------------------------------------------- what a cache costs
