@@ -59,6 +59,12 @@ def main(argv=None):
     a.add_argument("--keep-records", action="store_true",
                    help="keep the records of an earlier version of the kit: grade only new and changed submissions "
                         "and the rows marked for a regrade (after a fix of the kit)")
+    a.add_argument("--executor", default="local", metavar="WHERE",
+                   help="where the gradings run: local (this machine's threads, the default) or dask://HOST:PORT "
+                        "(the workers of a Dask scheduler; pip install '.[cluster]'; docs/instructors/grade-all.md)")
+    a.add_argument("--allow-unconfined-workers", action="store_true",
+                   help="let a Dask worker that cannot confine graded code (no user namespaces, Landlock or seccomp) "
+                        "grade; the summary names it")
     _config_option(a)
 
     b = sub.add_parser("build", help="regenerate stubs, the public checks' helper and golden data")
@@ -252,7 +258,7 @@ def report_grader_errors(errors):
 
 
 def _grade_all(args):
-    from .delivery.classrun.grade_all import grade_all
+    from .delivery.classrun.grade_all import PoolLost, grade_all
     from .errors import UsageError
 
     if args.jobs is not None and args.jobs < 1:
@@ -260,10 +266,14 @@ def _grade_all(args):
         return Exit.USAGE
     try:
         failed = grade_all(args.submissions, args.out, json_dir=args.json_dir, jobs=args.jobs, stages=args.stage,
-                           timeout_s=args.timeout, keep_records=args.keep_records, config=args.course)
+                           timeout_s=args.timeout, keep_records=args.keep_records, config=args.course,
+                           executor=args.executor, unconfined=args.allow_unconfined_workers)
     except UsageError as exc:
         print(f"attention-lab: {exc}", file=sys.stderr)
         return Exit.USAGE
+    except PoolLost as exc:
+        print(f"attention-lab: {exc}", file=sys.stderr)
+        return Exit.FAILED
     except KeyboardInterrupt:
         print("\nattention-lab: interrupted; what was graded is saved: run the same command again to finish",
               file=sys.stderr)

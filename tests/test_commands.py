@@ -7,9 +7,11 @@ README's first command makes and never activates."""
 from __future__ import annotations
 
 import importlib.util
+import logging
 import re
 import shutil
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,7 @@ def places(tmp_path_factory):
     return {"SUBMISSION": str(ROOT / "assignments"), "F": str(tmp / "out.file"), "N": "1", "S": "30",
             "DIR": str(tmp / "records"), "FILE": str(tmp / "config.toml"), "results.json": str(tmp / "results.json"),
             "report.html": str(tmp / "report.html"), "submitted/": str(tmp / "submitted"),
+            "submitted": str(tmp / "submitted"),
             "SUBMISSIONS_DIR": str(tmp / "submitted"), "grades.csv": str(tmp / "grades.csv"),
             "~/course": str(tmp / "course"), "COURSE_DIR": str(tmp / "course"), ".": str(tmp / "course"),
             "autograder.zip": str(tmp / "autograder.zip"), "for-moss/": str(tmp / "for-moss"),
@@ -102,9 +105,25 @@ def test_each_command_runs_as_written(doc, line, places, monkeypatch, capsys):
     if args[:1] == ["grade-all"]:  # a second grade-all on the same records is refused (resumably, as its doc says)
         for written in Path(places["grades.csv"]).parent.glob("grades*"):
             shutil.rmtree(written) if written.is_dir() else written.unlink()
-    code = main(args)
+    with scheduler_for(args) as args:
+        code = main(args)
     out, err = capsys.readouterr()
     assert code == 0, f"{doc}: `{line}` exited {code}:\n{err[-2000:]}"
+
+
+@contextmanager
+def scheduler_for(args):
+    """``args`` with a Dask scheduler's placeholder (``--executor dask://HOST:PORT``) the address of a
+    LocalCluster of two workers, started for the command and stopped after it."""
+    if not any(a.startswith("dask://") for a in args):
+        yield args
+        return
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster:
+        here = "dask://" + cluster.scheduler_address.removeprefix("tcp://")
+        yield [here if a.startswith("dask://") else a for a in args]
 
 
 def test_readme_compiles_the_bytecode_of_what_the_fork_server_imports():

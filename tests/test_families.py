@@ -132,9 +132,32 @@ def test_the_state_dict_family_asks_that_forward_uses_the_buffer():
         def forward(self, x):
             return self.proj(x)
 
-    with pytest.raises(Fail, match=r"adding 1 to every entry of Unused.cos did not change Unused's output: does "
+    with pytest.raises(Fail, match=r"changing every entry of Unused.cos did not change Unused's output: does "
                                    r"forward use self.cos\?"):
         saved_and_loaded(Unused)
+
+
+class Indexed(Plain):
+    """A buffer of indices (relative-distance buckets) into a learnt table: a change must stay in range."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Embedding(5, 4)
+        self.register_buffer("buckets", torch.arange(5))
+
+    def forward(self, x):
+        return self.proj(x) + self.bias(self.buckets[: x.shape[1]])
+
+
+def test_the_state_dict_family_changes_an_index_buffer_within_its_range():
+    from autograder.grading.judging import check_state_dict
+    from autograder.probes.common import state_dict_report
+
+    report = state_dict_report(Indexed, "cpu", 4, buffer="buckets", tokens=5)
+    assert report["changed_buffer"].tolist() == [4, 3, 2, 1, 0]
+    check_state_dict(report, "Indexed", "buckets")
+    report["flipped_to"] = torch.ones(3)  # a child's word where the contract expects none: never read
+    check_state_dict(report, "Indexed", "buckets")
 
 
 def test_the_state_dict_family_is_declared_with_its_buffer():

@@ -13,6 +13,7 @@ import zipfile
 import pytest
 
 from autograder.delivery.classrun import grade_all as grade_all_module
+from autograder.delivery.classrun import worker as worker_module
 from autograder.delivery.classrun.grade_all import csv_text, discover, grade_all
 from autograder.delivery.classrun.progress import Progress
 from autograder.delivery.classrun.summary import bins, charted, failures, histogram, item_analysis, text_summary
@@ -167,7 +168,7 @@ def test_a_class_killed_twice_and_resumed_gives_the_csv_of_one_uninterrupted_run
 
 
 def test_a_grader_failure_keeps_the_row_says_why_and_is_retried(klass, tmp_path, monkeypatch):
-    real = grade_all_module.grade
+    real = worker_module.grade
 
     def flaky(path, **kwargs):
         if path.name == "bob":
@@ -175,12 +176,12 @@ def test_a_grader_failure_keeps_the_row_says_why_and_is_retried(klass, tmp_path,
         return real(path, **kwargs)
 
     out = tmp_path / "grades.csv"
-    monkeypatch.setattr(grade_all_module, "grade", flaky)
+    monkeypatch.setattr(worker_module, "grade", flaky)
     assert grade_all(klass, out, stages=STAGES, timeout_s=3, log=lambda _: None) == 1
     bob = {r[0]: r for r in rows(out)}["bob"]
     assert bob[1:2] == [""] and "grading failed, not the submission's fault" in bob[-1]
     assert "bob.json" not in records(out)
-    monkeypatch.setattr(grade_all_module, "grade", real)
+    monkeypatch.setattr(worker_module, "grade", real)
     messages = []
     assert grade_all(klass, out, stages=STAGES, timeout_s=3, log=messages.append) == 0
     assert "8 already graded, 1 to grade" in messages[-2]

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from autograder.delivery.classrun import grade_all as grade_all_module
+from autograder.delivery.classrun import worker as worker_module
 from autograder.grading.config import CourseConfig
 from autograder.sandbox import cgroups, runner, workspace
 from tools.bench import busy
@@ -297,14 +298,14 @@ def test_grade_all_gives_up_on_a_grading_that_never_returns(root, tmp_path, monk
     klass = tmp_path / "submitted"
     for name in ("ann", "zed"):
         shutil.copytree(root / "solutions" / "attention_lab", klass / name / "attention_lab")
-    real = grade_all_module.grade
+    real = worker_module.grade
 
     def stuck(path, **kwargs):
         if path.name == "zed":
             time.sleep(3600)
         return real(path, **kwargs)
 
-    monkeypatch.setattr(grade_all_module, "grade", stuck)
+    monkeypatch.setattr(worker_module, "grade", stuck)
     # 15 s: far past what ann's stage 1 takes even beside another test worker, far short of zed's hour
     monkeypatch.setattr(grade_all_module, "grading_limit_s", lambda *a: 15.0)
     out = tmp_path / "grades.csv"

@@ -85,3 +85,19 @@ def test_what_is_in_the_way_is_refused_with_a_sentence_and_nothing_written(tmp_p
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert (copy / "autograder" / "curriculum.py").read_text() == curriculum
     assert not list((copy / "autograder" / "probes").glob(f"stage{NUMBER}.py"))
+
+
+def test_a_long_title_or_description_is_written_in_lines_the_linter_accepts():
+    """The row's texts are pieces of at most 100 characters that Python joins: a description of two
+    sentences would otherwise be one line longer than ruff's 120 (a newcomer's stage failed so)."""
+    import ast
+
+    from autograder.authoring.new_stage import ROW, literal
+
+    teaches = ("relative position buckets shared by every layer, a learnt bias per bucket and head, added to the "
+               "scores before the softmax, with dropout on the attention weights and a buffer of bucket indices")
+    row = ROW.format(number=12, module="relative_bias", title=literal("relative position bias"),
+                     teaches=literal(teaches))
+    assert max(len(line) for line in row.splitlines()) <= 120
+    call = ast.parse(row.strip().rstrip(",")).body[0].value
+    assert [ast.literal_eval(arg) for arg in call.args[2:]] == ["relative position bias", teaches]

@@ -1,4 +1,4 @@
-"""Grade a synthetic class: ``python -m tools.bench_class [--students N] [--jobs J] [--nbgrader K]``.
+"""Grade a synthetic class: ``python -m tools.bench_class [--students N] [--jobs J] [--nbgrader K] [--cluster W]``.
 
 Builds N submissions of stages 1-5 in nbgrader's layout (``submitted/<student>/attention/``: the
 course's notebooks with the student's code typed into their module cells, and ``attention_lab/``
@@ -11,7 +11,9 @@ Then it times, as commands and from start to end, ``attention-lab grade-all`` on
 (with ``--nbgrader K`` and nbgrader installed) ``nbgrader autograde`` on K of them, chosen
 evenly, hostile ones left out because nbgrader runs student code unconfined on this machine.
 ``nbgrader autograde`` grades one student after the other. It prints the time per submission,
-the throughput of each, and their ratio.
+the throughput of each, and their ratio. With ``--cluster W``: the same class graded again by a Dask
+LocalCluster of W worker processes of one thread each (``grade-all --executor dask://...``, into records
+of its own), against ``--jobs W`` on this machine, and the cost per submission of going through Dask.
 """
 from __future__ import annotations
 
@@ -102,6 +104,8 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
     parser.add_argument("--nbgrader", type=int, default=0, metavar="K", help="also autograde K students with nbgrader")
     parser.add_argument("--keep", metavar="DIR", help="build the class in DIR and keep it (default: a temp folder)")
+    parser.add_argument("--cluster", type=int, default=0, metavar="W",
+                        help="also grade the class on a Dask LocalCluster of W single-thread workers, against --jobs W")
     args = parser.parse_args(argv)
     print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}", flush=True)
@@ -128,9 +132,13 @@ def main(argv=None):
 
         out = work / "grades" / "grades.csv"
         stage_args = [a for s in GRADED for a in ("--stage", str(s))]
+        jobs = args.cluster or args.jobs  # against a cluster: as many threads here as it has workers
         seconds, _ = command([sys.executable, "-m", "autograder.cli", "grade-all", course / "submitted",
-                              "--out", out, "--jobs", args.jobs, *stage_args], env=env)
-        report_grade_all(seconds, roster, out, args.jobs)
+                              "--out", out, "--jobs", jobs, *stage_args], env=env)
+        report_grade_all(seconds, roster, out, jobs)
+        if args.cluster:
+            report_cluster(course, roster, args.cluster, stage_args, env, seconds, out)
+            report_driver(course, roster, out)
         if args.nbgrader:
             report_nbgrader(course, roster, args.nbgrader, nbgrader, env, seconds / len(roster))
     finally:
@@ -156,6 +164,74 @@ def report_grade_all(seconds, roster, out, jobs):
     summary = out.with_suffix(".txt").read_text()
     print("\ngrade-all's summary (" + out.with_suffix(".txt").name + "), from its item analysis on:")
     print(summary[summary.index("checks most failed"):].rstrip())
+
+
+def report_cluster(course, roster, workers, stage_args, env, local_s, local_out):
+    """The class again, on a LocalCluster of ``workers`` processes: its wall clock against the local run's."""
+    import logging
+
+    from distributed import LocalCluster
+
+    started = time.perf_counter()
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster:
+        ready = time.perf_counter() - started
+        out = local_out.with_name("dask-grades.csv")
+        address = "dask://" + cluster.scheduler_address.removeprefix("tcp://")
+        seconds, _ = command([sys.executable, "-m", "autograder.cli", "grade-all", course / "submitted", "--out", out,
+                              "--executor", address, *stage_args], env=env)
+    n = len(roster)
+    same = out.read_text() == local_out.read_text()
+    print(f"\nattention-lab grade-all --executor dask:// ({workers} worker processes, 1 thread each; the cluster "
+          f"started in {ready:.1f} s, not counted): {n} submissions in {seconds:.1f} s: {seconds / n:.3f} s per "
+          f"submission, {60 * n / seconds:.0f} per minute")
+    print(f"Dask's cost: {seconds - local_s:+.1f} s in all, {(seconds - local_s) / n * 1000:+.0f} ms per submission "
+          f"({(seconds / local_s - 1) * 100:+.0f} %); the CSV {'equals' if same else 'DIFFERS FROM'} the local run's")
+
+
+def report_driver(course, roster, out):
+    """What the driver of a cluster run spends per submission, in its one thread: intake's read of the
+    submission (sent to a worker as bytes), pickling it, writing the record the worker returns, and
+    rewriting the CSV (at most once a second; timed here for a class of 50,000 rows)."""
+    import pickle
+
+    from autograder.delivery.classrun.grade_all import Entry, csv_text, fingerprint
+    from autograder.delivery.report import write_json
+    from autograder.grading.results import Record
+    from autograder.intake.submission import read
+
+    records = out.with_name(out.stem + "-results")
+    reads, pickles, writes, prints = [], [], [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        for student, _, _ in roster:
+            started = time.perf_counter()
+            fingerprint(course / "submitted" / student)  # every run does this for every student, to resume
+            prints.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            try:
+                sub = read(course / "submitted" / student)
+            except Exception:
+                continue
+            reads.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            pickles.append(len(pickle.dumps(sub)))
+            pickles[-1] = (pickles[-1], time.perf_counter() - started)
+            data = json.loads((records / f"{student}.json").read_text())
+            started = time.perf_counter()
+            write_json(data, Path(scratch) / f"{student}.json")
+            writes.append(time.perf_counter() - started)
+    stages = list(STAGES)
+    rows = [Entry(f"student{i:05d}", Path(f"student{i:05d}")) for i in range(50_000)]
+    record = Record({"score": 0, "extra_data": {"stage_points": {str(s): 1 for s in stages}, "problem": ""}})
+    started = time.perf_counter()
+    csv_text(rows, {e.student: record for e in rows}, stages, {})
+    csv_s = time.perf_counter() - started
+    ms = lambda values: f"{statistics.median(values) * 1000:.1f} ms (max {max(values) * 1000:.1f})"  # noqa: E731
+    print(f"\nthe driver's own work per submission (median over {len(reads)}): its fingerprint {ms(prints)}, "
+          f"intake's read {ms(reads)}, pickling "
+          f"{ms([t for _, t in pickles])} for {statistics.median([b for b, _ in pickles]) / 1024:.0f} KiB, writing "
+          f"the record {ms(writes)}; rewriting a CSV of 50,000 rows and {len(stages)} stages: {csv_s * 1000:.0f} ms "
+          "(at most once a second)")
 
 
 def report_nbgrader(course, roster, k, nbgrader, env, ours):

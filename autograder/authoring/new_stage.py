@@ -11,6 +11,7 @@ curriculum has, or a file that exists.
 from __future__ import annotations
 
 import keyword
+import textwrap
 from pathlib import Path
 
 from ..curriculum import STAGE_OF, STAGES
@@ -133,9 +134,17 @@ def scaled_scores(queries, keys):
     return torch.einsum("...qd,...kd->...qk", queries * queries.shape[-1] ** -0.5, keys)
 '''
 
-ROW = '''    Stage({number}, "{module}", "{title}",
-          "{teaches}"),
+ROW = '''    Stage({number}, "{module}", {title},
+          {teaches}),
 '''
+WIDTH = 100  # of each piece of a long text in the row: the kit's lines stay under ruff's 120
+
+
+def literal(text: str) -> str:
+    """``text`` as a Python string literal in the row: pieces of at most ``WIDTH`` characters, one per line,
+    that Python joins (a long title or description would otherwise make one line too long for the linter)."""
+    pieces = textwrap.wrap(text, WIDTH, drop_whitespace=False) or [""]
+    return "\n          ".join(f'"{piece}"' for piece in pieces)
 
 
 def files(number: int, module: str) -> dict[str, str]:
@@ -171,7 +180,7 @@ def new_stage(number: int, module: str, title: str = "", teaches: str = "", root
     for path, text in planned.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    add_row(ROW.format(number=number, module=module, title=title, teaches=teaches))
+    add_row(ROW.format(number=number, module=module, title=literal(title), teaches=literal(teaches)))
     return [*planned, root / CURRICULUM]
 
 

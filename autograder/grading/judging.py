@@ -472,8 +472,9 @@ def check_state_dict(obs, what, buffer="mask", persists=True):
     if persists:
         expect(buffer in rep["keys"],
                f"{what}.state_dict() has no {buffer!r} (keys: {', '.join(map(str, rep['keys']))})")
+        # what was changed is the contract's to say (its buffer's name), never the report's
         change = (f"{'hiding token 0 from' if flipped else 'showing token 0 to'} the last token (mask[-1, 0] = "
-                  f"{flipped})" if flipped is not None else f"adding 1 to every entry of {what}.{buffer}")
+                  f"{flipped})" if buffer == "mask" else f"changing every entry of {what}.{buffer}")
         expect(not close(last_token(rep["changed_out"]), last_token(rep["before_change_out"])),
                f"{change} did not change {what}'s output: does forward use self.{buffer}?")
         expect(survived, f"a changed {what}.{buffer} did not survive saving and loading the state_dict")

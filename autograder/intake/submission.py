@@ -102,9 +102,13 @@ class Submission:
 
 
 @contextmanager
-def opened(path: str | os.PathLike[str]) -> Iterator[Submission]:
+def opened(path: str | os.PathLike[str] | Submission) -> Iterator[Submission]:
     """``open_submission``, for a zip as well: it is unpacked into a temporary folder that lasts
-    as long as the ``with`` block (the runner copies what it grades before the block ends)."""
+    as long as the ``with`` block (the runner copies what it grades before the block ends). A
+    ``Submission`` already read (``read``, on another machine) is itself."""
+    if isinstance(path, Submission):
+        yield path
+        return
     path = Path(path).expanduser().resolve()
     if path.is_file() and path.suffix.lower() == ".zip":
         folder = Path(tempfile.mkdtemp(prefix="attention-lab-zip-"))
@@ -115,6 +119,13 @@ def opened(path: str | os.PathLike[str]) -> Iterator[Submission]:
             shutil.rmtree(folder, ignore_errors=True)
     else:
         yield open_submission(path)
+
+
+def read(path: str | os.PathLike[str]) -> Submission:
+    """What intake reads of ``path``, held in memory: the bytes of every file the child may import, and
+    what the student is told of the rest. A worker of a cluster grades it without the driver's disk."""
+    with opened(path) as sub:
+        return sub
 
 
 def open_submission(path: str | os.PathLike[str]) -> Submission:

@@ -497,8 +497,9 @@ def state_dict_report(build, device, d_in, buffer="mask", tokens=None):
     A ``mask`` (the causal layers') has one entry changed: token 0 hidden from the last token (any dtype
     of mask: set that entry to 1/True), on as many tokens as the mask is long. A mask that hides it
     already (the wrong way round, which ``mask_buffer`` prices) shows it instead (``flipped_to`` 0): the
-    change must make a difference, or the check would blame the buffer. Any other buffer (a table, a
-    bias) is shifted by one everywhere, on ``tokens`` tokens.
+    change must make a difference, or the check would blame the buffer. Any other buffer, on ``tokens``
+    tokens: a floating one (a table, a bias) is shifted by one everywhere; an integer or bool one (indices,
+    a pattern) is reversed along its last dimension, which keeps every index in range.
     """
     module = build().to(device).eval()
     held = getattr(module, buffer, None)
@@ -511,8 +512,10 @@ def state_dict_report(build, device, d_in, buffer="mask", tokens=None):
     x = randn(2, tokens, d_in, seed=41)
     before = plain(module(x.to(device).clone()))
     with torch.no_grad():
-        if flipped is None:
+        if flipped is None and held.is_floating_point():
             held += 1
+        elif flipped is None:
+            held.copy_(held.flip(-1))
         else:
             held[tokens - 1, 0] = flipped
     changed = plain(module(x.to(device).clone()))

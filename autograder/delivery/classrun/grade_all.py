@@ -23,29 +23,26 @@ import fcntl
 import hashlib
 import io
 import os
-import queue
 import sys
-import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from functools import lru_cache
+from concurrent.futures import FIRST_COMPLETED, wait
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ...errors import GradingError, SubmissionError, UsageError
 from ...grading.config import CourseConfig
-from ...grading.grade import available_devices, grade
 from ...grading.results import Record
 from ...intake.files import is_folder, is_regular, walk
-from ...intake.submission import holds_code
+from ...intake.submission import holds_code, read
 from ...common.limits import MAX_SUBMISSION_FILES
-from ...paths import KIT_PACKAGE, runtime_files
 from ...common.regular_files import NotRegular, read_regular
-from ...sandbox.forkserver import ForkServer
 from ...sandbox.runner import TASK_TIMEOUT_S, shortfall
 from ..report import TEMPORARY, csv_cell, printable, write_atomically, write_json
+from .pools import open_pool
 from .progress import Progress
 from .summary import failures, histogram, item_analysis, text_summary
+from .worker import NOT_THEIR_FAULT, Done, Job, grade_job, kit_fingerprint, not_graded
 
 SUFFIXES = (".zip", ".ipynb")
 MAX_NAME_BYTES = 240  # a student's folder name, so that <name>.json and its temporary file fit in 255
@@ -57,14 +54,6 @@ FINGERPRINT_MAX_BYTES = 64 * 2**20  # a file past this is fingerprinted as too l
 class Entry:
     student: str
     path: Path
-
-
-@dataclass
-class Outcome:
-    entry: Entry
-    record: Record | None  # None: the grader failed (not the student's fault); graded again next run
-    problem: str = ""
-    grader_errors: list = field(default_factory=list)  # (check id, device, traceback) of a record to regrade
 
 
 # ---------------------------------------------------------------- what there is to grade
@@ -130,34 +119,6 @@ def _contents(name, dir_fd) -> bytes:
         return f"not read: {exc}".encode()
 
 
-@lru_cache(maxsize=1)
-def kit_fingerprint() -> str:
-    """sha256 of the grader itself (its code and golden data): a record from another kit is stale."""
-    digest = hashlib.sha256()
-    for p in runtime_files():
-        digest.update(str(p.relative_to(KIT_PACKAGE)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-# ---------------------------------------------------------------- one student
-
-
-def grade_one(entry, key, server, timeout_s, config):
-    """An Outcome for ``entry``; never raises for the student's sake."""
-    bookkeeping = {"student": entry.student, "source": entry.path.name, **key}
-    try:
-        # pictures: a failed check's record carries them, for nbgrader import's feedback
-        graded = grade(entry.path, stages=set(key["stages"]), devices=key["devices"], timeout_s=timeout_s,
-                       server=server, config=config, pictures="failed")
-    except SubmissionError as exc:
-        record = Record.not_graded(f"Not graded: {exc.student}", exc.student, key["stages"], bookkeeping, config)
-        return Outcome(entry, record, str(exc))  # the record is the student's; the detail is for the log
-    except GradingError as exc:
-        return Outcome(entry, None, f"grading failed, not the submission's fault: {exc}")
-    record = Record.of(graded, bookkeeping)
-    return Outcome(entry, record, record.problem, graded.grader_errors)
-
-
 # ---------------------------------------------------------------- the class
 
 
@@ -178,10 +139,12 @@ def csv_text(entries, records, stages, failed, config=None):
 
 
 def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None, log=None, keep_records=False,
-              config=None, entries=None):
+              config=None, entries=None, executor="local", unconfined=False, run_job=grade_job):
     """Grade every student in ``folder`` (or the ``entries`` given); returns the number of students
     the grader failed on, in whole or in some checks (0: all done). ``stages`` default to those the
-    course teaches (``config``)."""
+    course teaches (``config``). ``executor``: where the gradings run (``pools.open_pool``: ``local``,
+    or ``dask://HOST:PORT``); ``unconfined``: a worker of a cluster that cannot confine graded code may
+    grade. ``run_job``: what a worker runs for each student (``worker.grade_job``; the fault tests wrap it)."""
     config = config or CourseConfig()
     folder, out = Path(folder).expanduser().resolve(), Path(out).expanduser().resolve()
     json_dir = Path(json_dir).expanduser().resolve() if json_dir else out.with_name(out.stem + "-results")
@@ -199,10 +162,12 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
     except BlockingIOError:
         os.close(lock)
         raise UsageError(f"another grade-all is writing to {json_dir}; wait for it, or pass another --json-dir")
+    pool = None
     try:
         for stale in [*json_dir.glob(TEMPORARY + "*"), *out.parent.glob(TEMPORARY + out.stem + "*")]:
             stale.unlink(missing_ok=True)  # left by a run killed while writing
-        key = {"kit": kit_fingerprint(), "stages": stages, "devices": sorted(available_devices()),
+        pool = open_pool(executor, jobs, unconfined, log)  # a cluster's devices decide what is graded
+        key = {"kit": kit_fingerprint(), "stages": stages, "devices": sorted(pool.devices),
                "timeout": timeout_s or TASK_TIMEOUT_S,  # a hang's cost depends on it
                "points": config.points,  # the course's points, where they differ from the registry's
                "given": list(config.given)}  # stages graded with the kit's own code of a stage they build on
@@ -216,18 +181,45 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
                 todo.append((e, key_e))
         if ignored:
             log(f"left out (not a folder, .zip or .ipynb): {', '.join(map(printable, ignored))}")
-        workers = min(jobs, len(todo) or 1)
+        pool.slots = min(pool.slots, len(todo) or 1) if pool.kind == "local" else pool.slots
         log(f"{len(entries)} submissions in {folder}: {len(records)} already graded, {len(todo)} to grade "
-            f"with {workers} worker{'s' * (workers != 1)}" + (f" (records in {json_dir})" if records else ""))
-        failed = {}
+            f"with {pool.describe()}" + (f" (records in {json_dir})" if records else ""))
+        failed: dict[str, str] = {}
+        graded_by: Counter = Counter()
         write_atomically(out, csv_text(entries, records, stages, failed, config))
-        if todo:
-            failed = _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, config)
-        _summarise(entries, records, stages, failed, out, config, log)
+        by = graded_by if pool.kind != "local" else None
+        try:
+            if todo:
+                _run(todo, entries, records, stages, out, json_dir, pool, Sent(timeout_s, config, unconfined, run_job),
+                     failed, graded_by)
+        except PoolLost:  # what was graded is summed up as well
+            _summarise(entries, records, stages, failed, out, config, log, by)
+            raise
+        _summarise(entries, records, stages, failed, out, config, log, by)
         return len(failed) + sum(bool(r.regrade) for r in records.values())
     finally:
+        if pool is not None:
+            pool.shutdown(wait=False)
         os.close(lock)
 
+
+@dataclass(frozen=True)
+class Sent:
+    """What every job of a run carries besides its student, and what runs it."""
+    timeout_s: float | None
+    config: CourseConfig
+    unconfined: bool
+    run_job: object
+
+
+class PoolLost(GradingError):
+    """The pool itself is gone (a cluster's scheduler out of reach): the run stops, what was graded saved."""
+
+
+# The CSV is rewritten whole, from the records: at most this often while a class is graded (and at its end),
+# so that a class of 50,000 does not spend its driver's time rewriting a CSV of 50,000 rows per student
+# (docs/benchmarks.md, "A class on a cluster"). The records, written first, are what is done.
+CSV_EVERY_S = 1.0
 
 # Past the runner's own bound on a grading (worst_case_s), this much more is the grader's: intake,
 # judging, pictures. A grading still not done then is the student's "took too long", and the class goes on.
@@ -241,81 +233,91 @@ def grading_limit_s(stages, devices, timeout_s, config) -> float:
     return worst_case(config.checks(stages), set(devices), timeout_s or TASK_TIMEOUT_S) + GRADER_MARGIN_S
 
 
-def _run(todo, entries, records, stages, out, json_dir, jobs, timeout_s, config):
-    """Grade ``todo`` ((entry, key) pairs) with ``jobs`` workers; this thread alone writes files, and
-    never waits on a grading past ``grading_limit_s``: that student's row says so, and a worker stuck
-    in it is left behind (it holds only its own fork server, which dies with grade-all)."""
-    jobs = min(jobs, len(todo))
-    limit = grading_limit_s(stages, todo[0][1]["devices"], timeout_s, config)
-    threads = config.threads  # torch threads per child: one unless the course asks for more
-    work, done = queue.Queue(), queue.Queue()
-    for item in todo:
-        work.put(item)
-    meta = "meta" in todo[0][1]["devices"]
-    workers = [threading.Thread(target=_worker, args=(work, done, meta, timeout_s, threads, config), daemon=True)
-               for _ in range(jobs)]
-    for t in workers:
-        work.put(None)
-        t.start()
-    failed = {}
+def _run(todo, entries, records, stages, out, json_dir, pool, sent, failed, graded_by):
+    """Grade ``todo`` ((entry, key) pairs) on ``pool``, never more at once than it runs (``pool.slots``),
+    so that a job starts when it is sent. This thread alone writes files, and never waits on a grading
+    past ``grading_limit_s``: that student's row says so, and the worker stuck in it is left behind (it
+    holds only its own fork server) with one slot fewer. ``failed`` and ``graded_by`` are filled in."""
+    limit = grading_limit_s(stages, todo[0][1]["devices"], sent.timeout_s, sent.config)
     progress = Progress(len(entries), done=len(entries) - len(todo))
-    started, finished, gave_up = {}, set(), set()  # when a worker took a student; whose outcome is counted; given up
-    while len(finished) < len(todo):
-        try:
-            outcome = done.get(timeout=1.0)
-        except queue.Empty:
-            now = time.monotonic()
-            for late in [s for s, t in started.items() if s not in finished and now - t > limit]:
-                finished.add(late)
-                gave_up.add(late)
-                failed[late] = (f"took too long: its grading ran past {limit:.0f} s, the most all its checks "
-                                "may take together, and was stopped")
-                progress.say(f"{printable(late)}: {failed[late]}")
-                write_atomically(out, csv_text(entries, records, stages, failed, config))
-                progress.advance(f"{printable(late)} took too long")
-            continue
-        if isinstance(outcome, tuple):  # ("started", student): a worker took it now
-            started[outcome[1]] = time.monotonic()
-            continue
-        if outcome.entry.student in finished:  # it came back after it was given up on: the row stands
-            continue
-        finished.add(outcome.entry.student)
-        student = printable(outcome.entry.student)  # as the terminal shows it
-        for check_id, device, trace in outcome.grader_errors:  # for the instructor, never in a record
+    waiting, in_flight = iter(todo), {}  # in flight: future -> (entry, when it was sent)
+    written = [time.monotonic()]  # when the CSV was last written
+
+    def write_csv():
+        write_atomically(out, csv_text(entries, records, stages, failed, sent.config))
+        written[0] = time.monotonic()
+
+    def settle(done):
+        student = printable(done.student)  # as the terminal shows it
+        for check_id, device, trace in done.grader_errors:  # for the instructor, never in a record
             progress.say(f"{student}: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
-        if outcome.problem:  # the detail, for the instructor (a record holds what the student may read)
-            progress.say(f"{student}: {printable(outcome.problem)}")
-        if outcome.record is None:
-            failed[outcome.entry.student] = outcome.problem
+        problem = (f"not graded: the worker {done.worker} may not grade this class: {done.refused}" if done.refused
+                   else done.problem)
+        if problem:  # the detail, for the instructor (a record holds what the student may read)
+            progress.say(f"{student}: {printable(problem)}")
+        if done.record is None:
+            failed[done.student] = problem
         else:  # the record first: it is what is done
-            write_json(outcome.record.data, json_dir / f"{outcome.entry.student}.json")
-            records[outcome.entry.student] = outcome.record
-        write_atomically(out, csv_text(entries, records, stages, failed, config))
-        progress.advance(f"{student} {outcome.record.score}" if outcome.record else f"{student} failed")
-    if not gave_up:  # else a worker may be stuck in the grading given up on: it is a daemon, left behind
-        for t in workers:
-            t.join()
-    return failed
+            record = Record(done.record)
+            write_json(record.data, json_dir / f"{done.student}.json")
+            records[done.student] = record
+            failed.pop(done.student, None)
+            if record.extra.get("isolation"):  # a grading ran (not intake's refusal, which runs nothing)
+                graded_by[done.worker, shortfall(record.extra["isolation"]) or ""] += 1
+        if time.monotonic() - written[0] >= CSV_EVERY_S:
+            write_csv()
+        progress.advance(f"{student} {records[done.student].score}" if done.record else f"{student} failed")
 
-
-def _worker(work, done, meta, timeout_s, threads, config):
-    """One grading at a time, in children of this thread's own fork server (which dies with the
-    thread: the server is started here, and the kernel ties it to the thread that started it)."""
-    try:
-        server, why = ForkServer(meta=meta, threads=threads, beside=False), ""  # the workers share the cores
-    except GradingError as exc:  # no grading user free: every entry this worker takes says so
-        server, why = None, f"grading failed, not the submission's fault: {exc}"
-    try:
-        while (item := work.get()) is not None:
+    def send(slots):
+        while len(in_flight) < slots and (item := next(waiting, None)) is not None:
             entry, key = item
-            done.put(("started", entry.student))
+            job = Job(entry.student, entry.path.name, entry.path, key, sent.timeout_s, sent.config,
+                      None if pool.kind == "local" else key["kit"], sent.unconfined)
+            if pool.kind != "local":  # a worker elsewhere gets what intake read, not a path of this machine
+                try:
+                    job = replace(job, source=read(entry.path))
+                except SubmissionError as exc:
+                    settle(not_graded(job, exc, "the driver"))
+                    continue
+            in_flight[pool.submit(sent.run_job, job)] = (entry, time.monotonic())
+
+    try:
+        _drive(pool, send, settle, in_flight, limit, records, entries)
+    finally:  # the last rows, and those of a run that stops: whatever is graded is in the CSV
+        write_csv()
+
+
+def _drive(pool, send, settle, in_flight, limit, records, entries):
+    """Send, wait and settle until nothing is in flight (see ``_run``)."""
+    slots = pool.slots
+    send(slots)
+    while in_flight:
+        finished, _ = wait(in_flight, timeout=1.0, return_when=FIRST_COMPLETED)
+        for future in finished:
+            entry, _ = in_flight.pop(future)
             try:
-                done.put(grade_one(entry, key, server, timeout_s, config) if server else Outcome(entry, None, why))
-            except BaseException as exc:  # the grader's own bug: report it, keep the others going
-                done.put(Outcome(entry, None, f"grading failed, not the submission's fault: {exc!r}"))
-    finally:
-        if server is not None:
-            server.close()
+                done = future.result()
+            except pool.student_faults as exc:  # a worker died grading it, as many times as the pool allows
+                done = Done(entry.student, None, f"{NOT_THEIR_FAULT}: the worker grading it died each time it was "
+                            f"tried ({type(exc).__name__}); it is left for the next run")
+            except Exception as exc:
+                raise PoolLost(f"the pool was lost ({exc!r}) after {len(records)} of {len(entries)} were graded; "
+                               "what was graded is saved: run the same command again to finish") from None
+            settle(done)
+        now = time.monotonic()
+        for future, (entry, since) in list(in_flight.items()):
+            if now - since > limit:
+                del in_flight[future]
+                future.cancel()
+                slots = max(1, slots - 1)
+                settle(Done(entry.student, None, f"took too long: its grading ran past {limit:.0f} s, the most all "
+                            "its checks may take together, and was stopped"))
+        if not pool.reachable():
+            raise PoolLost(f"{pool.describe()} has been out of reach, or without a worker that may grade, for a while, "
+                           f"after {len(records)} of "
+                           f"{len(entries)} were graded; what was graded is saved: run the same command again "
+                           "to finish (with --executor local, or once the scheduler is back)")
+        send(slots)
 
 
 def summary_files(out: Path) -> list[Path]:
@@ -323,7 +325,7 @@ def summary_files(out: Path) -> list[Path]:
     return [out.with_suffix(".txt"), out.with_suffix(".svg"), out.with_name(out.stem + "-checks.svg")]
 
 
-def _summarise(entries, records, stages, failed, out, config, log):
+def _summarise(entries, records, stages, failed, out, config, log, graded_by=None):
     summary_path, picture, checks_picture = summary_files(out)
     out_of = sum(config.max_points(s) for s in stages)
     points = {e.student: records[e.student].points(stages) for e in entries if e.student in records}
@@ -334,7 +336,7 @@ def _summarise(entries, records, stages, failed, out, config, log):
     isolation = Counter(shortfall(held) for s in points if (held := records[s].extra.get("isolation")))
     text = text_summary(rows, out_of, {s: config.max_points(s) for s in stages},
                         problems=[printable(s) for s in sorted(failed)], regrade=[printable(s) for s in regrade],
-                        items=items, flagged=flagged, isolation=isolation)
+                        items=items, flagged=flagged, isolation=isolation, workers=graded_by)
     write_atomically(summary_path, text)
     drawn, not_drawn, title = [], [], f"{len(rows)} students, stages {', '.join(map(str, stages))}"
     for path, drawn_or_why in ((picture, histogram([total for _, total, _ in rows], out_of, title)),

@@ -86,13 +86,15 @@ def _items_text(items, most=15):
     return lines
 
 
-def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=(), flagged=(), isolation=None):
+def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=(), flagged=(), isolation=None,
+                 workers=None):
     """``rows``: (student, total, {stage: points}) of every graded student; ``problems``: the students
     the grader failed on; ``regrade``: those graded but with checks the grader failed on; ``items``:
     the item analysis (``item_analysis``); ``flagged``: (student, findings) of those whose code
     reaches for the interpreter's internals (``intake.review``); ``isolation``: {what the gradings' children
     lacked of the kit's layers (``runner.shortfall``), None for nothing: how many gradings}, said last,
-    where the instructor's eye ends up."""
+    where the instructor's eye ends up; ``workers``: {(worker, what its gradings lacked, "" for nothing):
+    how many it graded in this run}, for a class graded on a cluster, said just before."""
     if not rows:
         return "no student was graded\n"
     totals = [total for _, total, _ in rows]
@@ -128,6 +130,11 @@ def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=(), fla
                          for student, found in flagged]
     if items:
         lines += _items_text(items)
+    if workers:
+        lines += ["", "graded by, in this run:"] + [
+            f"  {worker}: {n} grading{'s' * (n != 1)}, "
+            + (f"WARNING: {lacked}" if lacked else "every layer the kit has")
+            for (worker, lacked), n in sorted(workers.items())]
     if isolation:
         lines += [""] + _isolation_text(isolation)
     return "\n".join(lines) + "\n"
