@@ -61,7 +61,8 @@ def main(argv=None):
                         "and the rows marked for a regrade (after a fix of the kit)")
     a.add_argument("--executor", default="local", metavar="WHERE",
                    help="where the gradings run: local (this machine's threads, the default) or dask://HOST:PORT "
-                        "(the workers of a Dask scheduler; pip install '.[cluster]'; docs/instructors/grade-all.md)")
+                        "(the workers of a Dask scheduler; pip install -c constraints.txt -e '.[cluster]'; "
+                        "docs/instructors/grade-all.md)")
     a.add_argument("--allow-unconfined-workers", action="store_true",
                    help="let a Dask worker that cannot confine graded code (no user namespaces, Landlock or seccomp) "
                         "grade; the summary names it")

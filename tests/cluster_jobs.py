@@ -42,6 +42,33 @@ def always_dies(student: str, job):
     return grade_job(job)
 
 
+def unconfined() -> None:
+    """Run on one worker: from now on it reports that the kernel cannot confine graded code there."""
+    from autograder.delivery.classrun import worker
+
+    worker.real = {"kernel_isolation": worker.kernel_isolation, **getattr(worker, "real", {})}
+    worker.kernel_isolation = lambda: "no Landlock here, as a test says"
+
+
+def no_answer() -> None:
+    """Run on one worker: from now on it cannot say what it runs (as a worker of a kit without this code)."""
+    from autograder.delivery.classrun import worker
+
+    def broken():
+        raise RuntimeError("no such worker code")
+
+    worker.real = {"facts": worker.facts, **getattr(worker, "real", {})}
+    worker.facts = broken
+
+
+def restore() -> None:
+    from autograder.delivery.classrun import worker
+
+    for name, value in getattr(worker, "real", {}).items():
+        setattr(worker, name, value)
+    worker.real = {}
+
+
 def another_kit() -> None:
     """Run on one worker (``client.run``): from now on it reports, and checks, another version of the kit."""
     from autograder.delivery.classrun import worker

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import functools
 import json
-import logging
 import os
 import re
 import shutil
@@ -25,7 +24,8 @@ from pathlib import Path
 
 import dask
 import pytest
-from distributed import Client, LocalCluster
+import torch
+from distributed import Client
 
 from autograder.delivery.classrun import cluster as cluster_module
 from autograder.delivery.classrun.grade_all import PoolLost, grade_all
@@ -34,6 +34,7 @@ from autograder.errors import UsageError
 from autograder.grading.config import CourseConfig
 from autograder.paths import KIT_ROOT
 from tests import cluster_jobs
+from tools.local_cluster import local_cluster
 from tools.zoo import ZOO, assemble, read_entry
 
 STAGES = [1, 3]
@@ -46,11 +47,8 @@ SLOT = re.compile(r"uid 655\d\d")
 @pytest.fixture(scope="module")
 def cluster():
     # A worker that dies grading a task twice (here: once more after the first) ends that task as KilledWorker.
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        started = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
-    yield started
-    started.close()
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), local_cluster(2) as (started, _):
+        yield started
 
 
 def address(cluster) -> str:
@@ -171,14 +169,39 @@ def test_a_worker_of_another_kit_is_refused_by_name(cluster, klass, local, tmp_p
     assert other not in summary and "6 gradings, every layer the kit has" in summary, summary  # ivy: not graded
 
 
+@pytest.mark.parametrize("fault, said", [
+    (cluster_jobs.unconfined, "may not grade this class: it cannot confine graded code (no Landlock here, as a test "
+                              "says); fix the node"),
+    (cluster_jobs.no_answer, "may not grade this class: it does not run this kit's worker code (RuntimeError("),
+])
+def test_a_worker_that_cannot_confine_or_answer_is_refused_by_name(cluster, klass, local, tmp_path, fault, said):
+    with Client(cluster.scheduler_address, set_as_default=False) as client:
+        other = sorted(client.scheduler_info(n_workers=-1)["workers"])[0]
+        client.run(fault, workers=[other])
+        try:
+            out = tmp_path / "grades.csv"
+            failed, messages = graded(klass, out, cluster)
+            if fault is cluster_jobs.unconfined:  # the instructor may let it grade: then it does
+                allowed = tmp_path / "allowed.csv"
+                assert graded(klass, allowed, cluster, unconfined=True)[0] == 0
+                assert allowed.read_text() == local.read_text()
+                assert allowed.with_suffix(".txt").read_text().count("tcp://127.0.0.1") == 2
+        finally:
+            client.run(cluster_jobs.restore, workers=[other])
+    assert failed == 0 and out.read_text() == local.read_text()
+    refused = [m for m in messages if m.startswith(f"worker {other}")]
+    assert refused and said in refused[0], messages
+    assert other not in out.with_suffix(".txt").read_text()
+
+
 def test_a_job_reaching_a_worker_of_another_kit_grades_nothing(klass):
     """A worker that joined after the class started is asked again with each job it gets."""
     job = Job("ann", "ann", klass / "ann", {"devices": ["cpu"], "stages": STAGES}, 3, CourseConfig(),
               kit="a kit of another version")
     done = grade_job(job)
     assert done.record is None and done.refused.startswith("it runs another version of the kit"), done
-    on_a_gpu = replace(job, kit=kit_fingerprint(), key={"devices": ["cpu", "cuda"], "stages": STAGES})
-    assert grade_job(on_a_gpu).refused.startswith("it has no cuda")
+    elsewhere = replace(job, kit=kit_fingerprint(), key={"devices": ["cpu", "tpu"], "stages": STAGES})
+    assert grade_job(elsewhere).refused.startswith("it has no tpu")
 
 
 def free_port() -> int:
@@ -193,8 +216,9 @@ def test_a_lost_scheduler_stops_the_run_and_a_local_run_finishes_it(klass, local
     scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
                                   "--port", str(port), "--no-dashboard"], env=env, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
+    gpu = ["--resources", "GPU=1"] if torch.cuda.is_available() else []  # graded on a local run's devices
     worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", f"tcp://127.0.0.1:{port}",
-                               "--nthreads", "1", "--no-dashboard"], env=env, stdout=subprocess.DEVNULL,
+                               "--nthreads", "1", "--no-dashboard", *gpu], env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     out = tmp_path / "grades.csv"
     results = out.with_name("grades-results")
@@ -209,7 +233,8 @@ def test_a_lost_scheduler_stops_the_run_and_a_local_run_finishes_it(klass, local
 
         monkeypatch.setattr(cluster_module, "SCHEDULER_GRACE_S", 3.0)
         threading.Thread(target=kill_scheduler_after_two, daemon=True).start()
-        with pytest.raises(PoolLost, match="what was graded is saved"):
+        with pytest.raises(PoolLost, match=f"the Dask scheduler at tcp://127.0.0.1:{port} was lost, after [2-6] of 7 "
+                                           "were graded; what was graded is saved"):
             grade_all(klass, out, stages=STAGES, timeout_s=3, log=lambda _: None,
                       executor=f"dask://127.0.0.1:{port}")
     finally:

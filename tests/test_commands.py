@@ -7,7 +7,6 @@ README's first command makes and never activates."""
 from __future__ import annotations
 
 import importlib.util
-import logging
 import re
 import shutil
 import sys
@@ -118,11 +117,9 @@ def scheduler_for(args):
     if not any(a.startswith("dask://") for a in args):
         yield args
         return
-    from distributed import LocalCluster
+    from tools.local_cluster import local_cluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster:
-        here = "dask://" + cluster.scheduler_address.removeprefix("tcp://")
+    with local_cluster(2) as (_, here):
         yield [here if a.startswith("dask://") else a for a in args]
 
 

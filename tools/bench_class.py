@@ -168,16 +168,12 @@ def report_grade_all(seconds, roster, out, jobs):
 
 def report_cluster(course, roster, workers, stage_args, env, local_s, local_out):
     """The class again, on a LocalCluster of ``workers`` processes: its wall clock against the local run's."""
-    import logging
-
-    from distributed import LocalCluster
+    from tools.local_cluster import local_cluster
 
     started = time.perf_counter()
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster:
+    with local_cluster(workers) as (_, address):
         ready = time.perf_counter() - started
         out = local_out.with_name("dask-grades.csv")
-        address = "dask://" + cluster.scheduler_address.removeprefix("tcp://")
         seconds, _ = command([sys.executable, "-m", "autograder.cli", "grade-all", course / "submitted", "--out", out,
                               "--executor", address, *stage_args], env=env)
     n = len(roster)

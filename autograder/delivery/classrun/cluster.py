@@ -41,7 +41,10 @@ class Admission(WorkerPlugin):
         self.name = admission(kit, unconfined)
 
     async def setup(self, worker) -> None:
-        refused = refusal(self.kit, self.devices, self.unconfined)
+        try:
+            refused = refusal(self.kit, self.devices, self.unconfined)
+        except Exception as exc:  # it cannot even say what it runs: it holds none (not an earlier class's grant)
+            refused = repr(exc)
         await worker.set_resources(**{self.name: 0 if refused else worker.state.nthreads})
         if not refused and worker.status == Status.running:
             # The scheduler looks for work a worker can take when the worker is added or unpaused, not when
@@ -75,44 +78,71 @@ class DaskPool:
             raise
 
     def _admit(self, unconfined, log) -> None:
-        said = self.client.run(facts)  # every worker, now: {address: facts}
-        info = self.client.scheduler_info()["workers"]
-        gpu = {a for a in said if info.get(a, {}).get("resources", {}).get("GPU") and "cuda" in said[a]["devices"]}
+        # A worker that cannot even answer (another kit without this module, a broken environment) is refused too.
+        said = {address: found if isinstance(found, dict) else {"error": found}
+                for address, found in self.client.run(facts, on_error="return").items()}
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        answered = {a: f for a, f in said.items() if "error" not in f}
+        gpu = {a for a in answered if info.get(a, {}).get("resources", {}).get("GPU") and "cuda" in said[a]["devices"]}
         self.devices = {"cpu", "meta"} | ({"cuda"} if gpu else set())
         self.workers = {}
         for address in sorted(said):
-            why = refusal(kit_fingerprint(), self.devices, unconfined, said[address])
+            found = said[address]
+            why = (f"it does not run this kit's worker code ({found['error']!r})" if "error" in found
+                   else refusal(kit_fingerprint(), self.devices, unconfined, found))
             if why and (address in gpu or not gpu):
-                log(f"worker {address} ({said[address]['host']}) may not grade this class: {why}")
+                log(f"worker {address} ({found.get('host', '?')}) may not grade this class: {why}")
             elif not why:
-                self.workers[address] = {**said[address], "threads": info.get(address, {}).get("nthreads", 1)}
+                self.workers[address] = {**found, "threads": info.get(address, {}).get("nthreads", 1)}
         if not self.workers:
             raise UsageError(f"no worker of the Dask scheduler at {self.address} may grade this class"
-                             + ("" if said else " (it has none)"))
-        self.slots = sum(w["threads"] for w in self.workers.values())
+                             + ("" if said else " (it has none yet: start grade-all once the workers are up)"))
         plugin = Admission(kit_fingerprint(), self.devices, unconfined)
-        self.client.register_plugin(plugin, name=plugin.name)
-        self.admission = plugin.name
+        try:
+            self.client.register_plugin(plugin, name=plugin.name)
+        except Exception as exc:  # a worker that could not load it never holds the class's resource
+            log(f"a worker could not take the class's admission check ({exc!r}); it gets none of the class's work")
+        self.admission, self.gpu = plugin.name, bool(gpu)
         self.executor = self.client.get_executor(pure=False, resources={plugin.name: 1, **({"GPU": 1} if gpu else {})})
+
+    @property
+    def slots(self) -> int:
+        """The jobs the admitted workers run at once, now: a worker that joined since is counted, one that
+        left is not (a GPU worker runs as many as it has GPUs)."""
+        return max(1, sum(int(min(w.get("nthreads", 1), w["resources"].get("GPU", 0) if self.gpu else 10**6))
+                          for w in self._admitted()))
 
     def submit(self, fn, /, *args) -> Future:
         return self.executor.submit(fn, *args)
 
-    def reachable(self) -> bool:
-        """False once the scheduler has been out of reach, or has had no worker that may grade the class, for
-        ``SCHEDULER_GRACE_S``: a future then may never end, and the run stops with what was graded saved."""
+    def reachable(self, at_once: bool = False) -> bool:
+        """Whether the scheduler is there, and has a worker that may grade the class. ``at_once``: is it there
+        now (a future cancelled while it is not was cancelled by the lost connection). Otherwise False only
+        once it has been away, or without such a worker, for ``SCHEDULER_GRACE_S``: a future then may never
+        end, and the run stops with what was graded saved."""
+        if at_once:
+            return self.client.status == "running"
         if self.client.status == "running" and self._admitted():
             self._lost_since = None
             return True
         self._lost_since = self._lost_since or time.monotonic()
         return time.monotonic() - self._lost_since < SCHEDULER_GRACE_S
 
-    def _admitted(self) -> bool:
+    def lost(self) -> str:
+        if self.client.status != "running":
+            return f"the Dask scheduler at {self.address} was lost"
+        return f"the Dask scheduler at {self.address} has had no worker that may grade this class for a while"
+
+    def replace_stuck(self) -> int:
+        """A worker thread is stuck in a grading the driver gave up on: one slot fewer while it is."""
+        return 1
+
+    def _admitted(self) -> list:
         try:
-            workers = self.client.scheduler_info()["workers"].values()
+            workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
         except (OSError, TimeoutError):
-            return False
-        return any(w.get("resources", {}).get(self.admission) for w in workers)
+            return []
+        return [w for w in workers if w.get("resources", {}).get(self.admission)]
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         try:
@@ -121,5 +151,6 @@ class DaskPool:
             self.client.close(timeout=5)
 
     def describe(self) -> str:
-        return (f"{len(self.workers)} Dask worker{'s' * (len(self.workers) != 1)} ({self.slots} thread"
-                f"{'s' * (self.slots != 1)}) of {self.address}")
+        threads = sum(w["threads"] for w in self.workers.values())  # when the class started
+        return (f"{len(self.workers)} Dask worker{'s' * (len(self.workers) != 1)} ({threads} thread"
+                f"{'s' * (threads != 1)}) of {self.address}")

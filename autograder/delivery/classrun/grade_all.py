@@ -181,7 +181,8 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
                 todo.append((e, key_e))
         if ignored:
             log(f"left out (not a folder, .zip or .ipynb): {', '.join(map(printable, ignored))}")
-        pool.slots = min(pool.slots, len(todo) or 1) if pool.kind == "local" else pool.slots
+        if pool.kind == "local":  # a thread for each student at most
+            pool.slots = min(pool.slots, len(todo) or 1)
         log(f"{len(entries)} submissions in {folder}: {len(records)} already graded, {len(todo)} to grade "
             f"with {pool.describe()}" + (f" (records in {json_dir})" if records else ""))
         failed: dict[str, str] = {}
@@ -198,8 +199,8 @@ def grade_all(folder, out, json_dir=None, jobs=None, stages=None, timeout_s=None
         _summarise(entries, records, stages, failed, out, config, log, by)
         return len(failed) + sum(bool(r.regrade) for r in records.values())
     finally:
-        if pool is not None:
-            pool.shutdown(wait=False)
+        if pool is not None:  # the local pool's threads close their fork servers, unless one is stuck
+            pool.shutdown()
         os.close(lock)
 
 
@@ -247,7 +248,12 @@ def _run(todo, entries, records, stages, out, json_dir, pool, sent, failed, grad
         write_atomically(out, csv_text(entries, records, stages, failed, sent.config))
         written[0] = time.monotonic()
 
-    def settle(done):
+    def settle(done, entry):
+        """``done``, the worker's answer for ``entry``: keyed on the entry the driver sent, never on what came
+        back (a record for another student is the grader's failure, not a row)."""
+        if done.student != entry.student or (done.record is not None and not _answers(done.record, entry)):
+            done = Done(entry.student, None, f"{NOT_THEIR_FAULT}: its worker answered for another job",
+                        worker=done.worker)
         student = printable(done.student)  # as the terminal shows it
         for check_id, device, trace in done.grader_errors:  # for the instructor, never in a record
             progress.say(f"{student}: grader error in {check_id} on {device} (a bug of the kit):\n{trace}")
@@ -277,7 +283,10 @@ def _run(todo, entries, records, stages, out, json_dir, pool, sent, failed, grad
                 try:
                     job = replace(job, source=read(entry.path))
                 except SubmissionError as exc:
-                    settle(not_graded(job, exc, "the driver"))
+                    settle(not_graded(job, exc, "the driver"), entry)
+                    continue
+                except Exception as exc:  # intake's own failure on this submission: its row, not the class
+                    settle(Done(entry.student, None, f"{NOT_THEIR_FAULT}: {exc!r}", worker="the driver"), entry)
                     continue
             in_flight[pool.submit(sent.run_job, job)] = (entry, time.monotonic())
 
@@ -289,10 +298,11 @@ def _run(todo, entries, records, stages, out, json_dir, pool, sent, failed, grad
 
 def _drive(pool, send, settle, in_flight, limit, records, entries):
     """Send, wait and settle until nothing is in flight (see ``_run``)."""
-    slots = pool.slots
-    send(slots)
+    stuck = 0  # workers left in a grading given up on: a slot each, until the pool replaces them
+    send(pool.slots)
     while in_flight:
         finished, _ = wait(in_flight, timeout=1.0, return_when=FIRST_COMPLETED)
+        lost = None
         for future in finished:
             entry, _ = in_flight.pop(future)
             try:
@@ -300,29 +310,35 @@ def _drive(pool, send, settle, in_flight, limit, records, entries):
             except pool.student_faults as exc:  # a worker died grading it, as many times as the pool allows
                 done = Done(entry.student, None, f"{NOT_THEIR_FAULT}: the worker grading it died each time it was "
                             f"tried ({type(exc).__name__}); it is left for the next run")
-            except Exception as exc:
-                raise PoolLost(f"the pool was lost ({exc!r}) after {len(records)} of {len(entries)} were graded; "
-                               "what was graded is saved: run the same command again to finish") from None
-            settle(done)
+            except BaseException as exc:
+                if not pool.reachable(at_once=True):
+                    lost = lost or exc  # the pool itself: the others of this batch are settled first
+                    continue
+                done = Done(entry.student, None, f"{NOT_THEIR_FAULT}: {exc!r}")  # this job alone
+            settle(done, entry)
+        if lost is not None or not pool.reachable():
+            raise PoolLost(f"{pool.lost()}, after {len(records)} of {len(entries)} were graded; what was graded is "
+                           "saved: run the same command again to finish (with --executor local, or once it is back)")
         now = time.monotonic()
         for future, (entry, since) in list(in_flight.items()):
             if now - since > limit:
                 del in_flight[future]
                 future.cancel()
-                slots = max(1, slots - 1)
+                stuck += pool.replace_stuck()
                 settle(Done(entry.student, None, f"took too long: its grading ran past {limit:.0f} s, the most all "
-                            "its checks may take together, and was stopped"))
-        if not pool.reachable():
-            raise PoolLost(f"{pool.describe()} has been out of reach, or without a worker that may grade, for a while, "
-                           f"after {len(records)} of "
-                           f"{len(entries)} were graded; what was graded is saved: run the same command again "
-                           "to finish (with --executor local, or once the scheduler is back)")
-        send(slots)
+                            "its checks may take together, and was stopped"), entry)
+        send(max(1, pool.slots - stuck))
 
 
 def summary_files(out: Path) -> list[Path]:
     """What is written beside the CSV: the summary as text, the score histogram, the checks most failed."""
     return [out.with_suffix(".txt"), out.with_suffix(".svg"), out.with_name(out.stem + "-checks.svg")]
+
+
+def _answers(data, entry) -> bool:
+    """Is the record a worker returned the record of ``entry``: its student, from its file?"""
+    extra = data.get("extra_data") if isinstance(data, dict) else None
+    return isinstance(extra, dict) and extra.get("student") == entry.student and extra.get("source") == entry.path.name
 
 
 def _summarise(entries, records, stages, failed, out, config, log, graded_by=None):

@@ -34,11 +34,12 @@ class LocalPool(Executor):
         self.devices = available_devices()
         self._work: queue.Queue = queue.Queue()
         self._threads: list[threading.Thread] = []
+        self._stuck = 0  # threads left in a grading given up on, each replaced by a new one
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
         self._work.put((future, fn, args, kwargs))
-        if len(self._threads) < self.slots:
+        if len(self._threads) < self.slots + self._stuck:
             self._threads.append(threading.Thread(target=self._serve, daemon=True))
             self._threads[-1].start()
         return future
@@ -55,15 +56,26 @@ class LocalPool(Executor):
         finally:
             close_warm_server()
 
+    def replace_stuck(self) -> int:
+        """A thread is stuck in a grading the driver gave up on: the next job starts a thread in its place.
+        Returns the slots lost meanwhile: none."""
+        self._stuck += 1
+        return 0
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Each thread ends, closing its fork server, and is waited for; not where one is stuck in a grading
+        (a daemon, it holds only its own fork server, which dies with grade-all)."""
         for _ in self._threads:
             self._work.put(None)
-        if wait:
+        if wait and not self._stuck:
             for t in self._threads:
                 t.join()
 
-    def reachable(self) -> bool:
+    def reachable(self, at_once: bool = False) -> bool:
         return True
+
+    def lost(self) -> str:
+        return "this machine's workers stopped"
 
     def describe(self) -> str:
         return f"{self.slots} worker{'s' * (self.slots != 1)}"

@@ -11,6 +11,7 @@ from ...curriculum import STAGES
 from ...public.pictures import Picture, svg_text
 from ...grading.registry import Check
 from ...grading.results import Cause
+from ..report import printable
 
 BINS = 10
 BAR, MARK = "#4c78a8", "#c44e52"  # the pictures' blue (public.pictures) and the red of what went wrong
@@ -132,7 +133,7 @@ def text_summary(rows, out_of, stage_max, problems=(), regrade=(), items=(), fla
         lines += _items_text(items)
     if workers:
         lines += ["", "graded by, in this run:"] + [
-            f"  {worker}: {n} grading{'s' * (n != 1)}, "
+            f"  {printable(worker)}: {n} grading{'s' * (n != 1)}, "
             + (f"WARNING: {lacked}" if lacked else "every layer the kit has")
             for (worker, lacked), n in sorted(workers.items())]
     if isolation:

@@ -137,18 +137,16 @@ def grade_job(job: Job) -> Done:
     """Grade ``job``; never raises for the student's sake, nor for the grader's (its failure is a Done
     that says so, and the student is graded again next run)."""
     who = worker_name()
-    if job.kit is not None:
-        refused = refusal(job.kit, job.key["devices"], job.unconfined)
-        if refused:
-            return Done(job.student, None, worker=who, refused=refused)
     try:
+        if job.kit is not None:
+            refused = refusal(job.kit, job.key["devices"], job.unconfined)
+            if refused:
+                return Done(job.student, None, worker=who, refused=refused)
         server = warm_server("meta" in job.key["devices"], job.config.threads)
-    except GradingError as exc:  # no grading user free: every job this thread takes says so
-        return Done(job.student, None, f"{NOT_THEIR_FAULT}: {exc}", worker=who)
-    try:
         return grade_one(job, server, who)
-    except BaseException as exc:  # the grader's own bug: report it, keep the others going
-        return Done(job.student, None, f"{NOT_THEIR_FAULT}: {exc!r}", worker=who)
+    except BaseException as exc:  # the grader's own failure (no grading user free, a bug): the others go on
+        said = str(exc) if isinstance(exc, GradingError) else repr(exc)
+        return Done(job.student, None, f"{NOT_THEIR_FAULT}: {said}", worker=who)
 
 
 def grade_one(job: Job, server: ForkServer, who: str = "") -> Done:
