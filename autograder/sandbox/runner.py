@@ -300,7 +300,7 @@ def run_tasks(submission: Submission, tasks: list[Task], timeout_s: float = TASK
     count), so each task meets the submission as it would have in one child. ``progress(task)`` is told of
     each task as its result is in (from the thread of either child: it must be safe to call from two)."""
     races, handwritten = dict(races or {}), frozenset(handwritten)
-    students: list[_Child] = []  # the student's children alive, in either lane: all stopped while the kit's answers
+    students = _Students()  # the student's children alive, in either lane: all stopped while the kit's answers
     if required:
         require_isolation()
     if server is None:
@@ -378,7 +378,7 @@ def _available_memory() -> int:
 def _run_children(submission: Submission, tasks: list[Task], timeout_s: float, server: ForkServer, required: bool,
                   stop: threading.Event | None = None, races: Mapping[Task, Race] | None = None,
                   handwritten: frozenset[Task] = frozenset(), progress: Callable[[Task], object] | None = None,
-                  students: list[_Child] | None = None) -> Run:
+                  students: _Students | None = None) -> Run:
     """``run_tasks`` for one set of tasks, in children one after another. ``stop``: another set runs in
     children of the same server at the same time (the caller sweeps up after both); when it is set, the
     other has failed, and this one stops (``_Stopped``)."""
@@ -498,7 +498,7 @@ class _ChildFailed(Exception):
 def _one_child(server: ForkServer, ws: Workspace, tasks: list[Task], pending: list[int], broken: dict[str, str],
                out: Path, timeout_s: float, cpu_limit: float, left: float, stop: threading.Event | None = None,
                races: Mapping[Task, Race] | None = None, handwritten: frozenset[Task] = frozenset(),
-               progress: Callable[[Task], object] | None = None, students: list[_Child] | None = None
+               progress: Callable[[Task], object] | None = None, students: _Students | None = None
                ) -> tuple[dict[int, Any], int | None, dict[str, Record] | None, protocol.IsolationReport, bool]:
     """Run ``pending`` tasks in one child, asked for one at a time, each within ``timeout_s`` of its own
     time and ``cpu_limit`` CPU seconds, the whole child within ``left`` seconds; a race (``races``) against
@@ -513,7 +513,7 @@ def _one_child(server: ForkServer, ws: Workspace, tasks: list[Task], pending: li
         raise GradingError(f"{raced[0].name} races the submission against the kit's own reference, in two children "
                            "at once, and this fork server runs one child at a time (its kernel has no pidfds: Linux "
                            "5.3 or later has them)")
-    students = [] if students is None else students
+    students = _Students() if students is None else students
     child = _Child(server, ws, out, broken, {tasks[i].device for i in pending}, timeout_s, cpu_limit, left, stop,
                    students=students)
     kit: _Child | None = None
@@ -545,7 +545,7 @@ def _one_child(server: ForkServer, ws: Workspace, tasks: list[Task], pending: li
         child.close()
 
 
-def _drive(race: Race, task: Task, child: _Child, kit: _Child, students: list[_Child]) -> Any:
+def _drive(race: Race, task: Task, child: _Child, kit: _Child, students: _Students) -> Any:
     """The observation of ``race``, run against ``child`` (the student's) and ``kit`` (the kit's own child).
     While the kit's child answers, every child of the student's (``students``: this one, and the one that
     runs the other checks beside it) is stopped: nothing of the student's runs beside the kit's reference
@@ -555,15 +555,16 @@ def _drive(race: Race, task: Task, child: _Child, kit: _Child, students: list[_C
         return child.ask(Task("probe", name, task.device), seed, keep=False)
 
     def ask_kit(name: str, seed: int | None) -> Answer:
-        stopped = [c for c in list(students) if c is not kit]
-        for c in stopped:
+        students.kit_answers = True  # first: a child of the student's started from now on stops at once
+        for c in [c for c in list(students) if c is not kit]:
             c.pause()
         try:
             return kit.ask(Task("probe", name, task.device), seed, keep=False)
         except _ChildFailed as failed:
             raise GradingError(f"the kit's own child failed in {task.name}'s race: it {failed.how}") from None
         finally:
-            for c in stopped:
+            students.kit_answers = False
+            for c in list(students):
                 c.resume()
 
     try:
@@ -574,6 +575,13 @@ def _drive(race: Race, task: Task, child: _Child, kit: _Child, students: list[_C
         raise GradingError(f"the grader could not run {task.name}'s race: {type(exc).__name__}: {exc}") from exc
 
 
+class _Students(list["_Child"]):
+    """The student's children of one grading alive, in either lane (``_Child.students``), and whether the
+    kit's own child is answering a race now (``kit_answers``): every one of them is stopped meanwhile."""
+
+    kit_answers = False
+
+
 class _Child:
     """One grading child, started by ``server`` in ``out`` and asked for one task at a time (``ask``). It
     is started, and its trusted set-up awaited, when made: where it never finishes that, no student code
@@ -582,7 +590,7 @@ class _Child:
 
     def __init__(self, server: ForkServer, ws: Workspace, out: Path, broken: dict[str, str], devices: set[str],
                  timeout_s: float, cpu_limit: float, left: float, stop: threading.Event | None = None,
-                 kit: bool = False, students: list[_Child] | None = None) -> None:
+                 kit: bool = False, students: _Students | None = None) -> None:
         self.server, self.ws, self.out, self.stop, self.kit = server, ws, out, stop, kit
         self.timeout_s, self.cpu_limit, self.deadline = timeout_s, cpu_limit, time.monotonic() + left
         self.budget, self.asked = workspace.CHILD_RESULTS_MAX_BYTES, 0
@@ -630,6 +638,11 @@ class _Child:
             own_disk = None if ws.disk == workspace.TMPFS else (workspace.OUTPUT_BYTES, workspace.OUTPUT_INODES)
             self.proc = server.start(job_path, ws.control / f"{out.name}.stderr", out, ws.env(server.base_env()),
                                      tmpfs=own_disk)
+            if getattr(self.students, "kit_answers", False):
+                # Started (in the other lane) while the kit's child answers a race: stopped now, as the others
+                # were (``_drive``). The flag is set before the others are stopped, and this child's process is
+                # known before the flag is read, so either this or ``_drive`` stops it.
+                self.pause()
             self.seen = self.proc.view(out)  # where the grader reads what the child wrote in ``out``
         except BaseException:
             self.close()
