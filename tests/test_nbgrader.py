@@ -249,7 +249,7 @@ def test_autograde_starts_no_public_checks_and_they_add_no_points(course):
     course, _ = course
     for path in (course / "autograded").glob(f"*/{ASSIGNMENT}/*.ipynb"):
         cells = [c for c in json.loads(path.read_text())["cells"] if public_check_cell(c)]
-        assert len(cells) > 5, path
+        assert cells, path  # every stage has public checks (a new stage's guide asks for one at least)
         for cell in cells:
             said = "".join("".join(o.get("text", "")) for o in cell["outputs"])
             assert said.startswith("Not run while autograding") and "passed" not in said, (path, said)

@@ -124,7 +124,8 @@ def test_public_checks_pass_on_the_reference(runs, reference_ids):
 
 def test_every_stage_has_a_few_public_checks(reference_ids):
     per_stage = {s: sum(stage_of(i) == s for i in reference_ids) for s in STAGES}
-    assert all(n >= 4 for n in per_stage.values()), per_stage
+    assert all(n >= 1 for n in per_stage.values()), per_stage  # a new stage's guide asks for one at least
+    assert all(per_stage[s] >= 4 for s in range(1, 11)), per_stage  # the kit's own stages: a few each
     assert sum(per_stage.values()) == len(reference_ids), reference_ids  # every check lives in a stage file
 
 
